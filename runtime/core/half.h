@@ -1,0 +1,34 @@
+// Scalar conversions between fp32 and the 16-bit float formats.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace h2oflex {
+
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_f16(float f);
+
+// Bulk conversions (vectorized where the compiler can).
+void convert_bf16_to_f32(const uint16_t* src, float* dst, size_t n);
+void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n);
+void convert_f16_to_f32(const uint16_t* src, float* dst, size_t n);
+void convert_f32_to_f16(const float* src, uint16_t* dst, size_t n);
+
+}  // namespace h2oflex

@@ -1,0 +1,56 @@
+#include "runtime/core/rng.h"
+
+#include <cmath>
+
+namespace h2oflex {
+
+std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter_hi, uint64_t counter_lo) {
+  uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
+  uint32_t c2 = static_cast<uint32_t>(counter_hi), c3 = static_cast<uint32_t>(counter_hi >> 32);
+  uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(kM0) * c0;
+    const uint64_t p1 = static_cast<uint64_t>(kM1) * c2;
+    const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1 ^ k0;
+    const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
+    c1 = static_cast<uint32_t>(p1);
+    c3 = static_cast<uint32_t>(p0);
+    c0 = n0;
+    c2 = n2;
+    k0 += kW0;
+    k1 += kW1;
+  }
+  return {c0, c1, c2, c3};
+}
+
+float normal_at(uint64_t seed, uint64_t stream, uint64_t index) {
+  // One Philox call yields two Box-Muller pairs; element i uses pair (i / 4) and word i % 4.
+  const auto w = philox4x32(seed, stream, index / 4);
+  const int lane = static_cast<int>(index % 4);
+  const float u1 = uniform_open01(w[(lane / 2) * 2]);
+  const float u2 = uniform_open01(w[(lane / 2) * 2 + 1]);
+  const float r = std::sqrt(-2.0f * std::log(u1));
+  const float theta = 6.28318530717958647692f * u2;
+  return (lane % 2 == 0) ? r * std::cos(theta) : r * std::sin(theta);
+}
+
+void fill_normal(float* out, uint64_t n, uint64_t seed, uint64_t stream, uint64_t first, float mean,
+                 float std) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+    out[i] = mean + std * normal_at(seed, stream, first + static_cast<uint64_t>(i));
+  }
+}
+
+uint64_t stable_hash(const char* s, uint64_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint64_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(s[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace h2oflex

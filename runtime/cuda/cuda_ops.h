@@ -1,0 +1,43 @@
+// CUDA backend kernels (cuBLAS and .cu kernels); tensors live in GPU memory.
+// Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher.
+#pragma once
+
+#include "runtime/ops/op_types.h"
+
+namespace h2oflex::cuda {
+
+using ops::ComputeType;
+using ops::SampleParams;
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu = false);
+
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
+
+void add_bias_relu(Tensor& x, const Tensor& bias, bool relu);
+
+void add_inplace(Tensor& x, const Tensor& y);
+
+void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out);
+
+void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset);
+
+void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
+
+void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
+                      Tensor& out, Tensor* slot_probs, Tensor* new_prob);
+
+void argmax(const Tensor& logits, std::vector<int32_t>& ids);
+
+void sample(const Tensor& logits, const SampleParams& params, const std::vector<uint64_t>& row_keys,
+            uint64_t step, std::vector<int32_t>& ids);
+
+void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, int heavy,
+                         int recent, Tensor& keep);
+
+void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
+                        const std::vector<int32_t>& protect_from, Tensor& victim);
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,78 @@
+// Device-neutral ops. Each op checks its arguments here and dispatches on the tensors' device to
+// the CPU backend (runtime/cpu) or the CUDA backend (runtime/cuda). Activations are f32;
+// weights may be stored f32, f16 or bf16; `ComputeType` chooses the GEMM arithmetic.
+//
+// Layout conventions:
+//   hidden states   [rows, features] with rows = batch * seq
+//   q/k/v (prefill) [batch, seq, heads, head_dim]
+//   q (decode)      [batch, heads, head_dim]
+//   KV slots        [batch, heads, capacity, head_dim] (f32, f16 or bf16), positions
+//                   [batch, heads, capacity] i32 with -1 for an empty slot.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/tensor.h"
+#include "runtime/ops/op_types.h"
+
+namespace h2oflex::ops {
+
+// out[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]) (then ReLU if `relu`). x, out f32.
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu = false);
+
+// out = LayerNorm(x) * gamma + beta over the last dimension (out may alias x).
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
+
+// x += bias (broadcast over rows), then ReLU if `relu`. In place.
+void add_bias_relu(Tensor& x, const Tensor& bias, bool relu);
+
+// x += y elementwise (residual connections). In place.
+void add_inplace(Tensor& x, const Tensor& y);
+
+// out[r, :] = table[ids[r], :] (ids i32 [rows]; table f32/f16/bf16 [vocab, dim]).
+void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out);
+
+// x[r, :] += table[positions[r] + offset, :] (OPT's learned positions use offset 2).
+void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset);
+
+// Causal self-attention over a left-padded prompt.
+//   q, k, v: [b, s, h, d] f32; pad[i] = number of left-padding positions of sequence i.
+//   out: [b, s, h, d]. Padding query rows produce zeros.
+//   colsum (optional, [b, h, s] f32): Σ over real query rows i of softmax P[i, j] (H2O score).
+void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
+
+// Single-token attention over cached slots plus the new token.
+//   q, k_new, v_new: [b, h, d] f32. k_cache, v_cache: [b, h, cap, d]; slot_pos [b, h, cap] i32
+//   (a slot takes part iff its position >= 0). out: [b, h, d].
+//   slot_probs (optional, [b, h, cap] f32): softmax probability of each slot (0 for empty ones);
+//   new_prob (optional, [b, h] f32): probability of the new token itself.
+void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
+                      Tensor& out, Tensor* slot_probs, Tensor* new_prob);
+
+// ids[r] = argmax over logits[r, :] (ties: the lowest id).
+void argmax(const Tensor& logits, std::vector<int32_t>& ids);
+
+// Samples one id per row with temperature and nucleus (top-p) filtering, from a counter-based
+// stream (seed, stream=row key, step) so results do not depend on batching.
+void sample(const Tensor& logits, const SampleParams& params, const std::vector<uint64_t>& row_keys,
+            uint64_t step, std::vector<int32_t>& ids);
+
+// H2O prefill selection. colsum [b, h, s] f32; pad[i] left-padding of sequence i (positions
+// 0..pad-1 are padding). For each (sequence, head): if the n = s - pad real tokens fit in
+// heavy + recent keep them all; otherwise keep the `recent` most recent real positions plus the
+// `heavy` positions with the largest score among the others (ties: the earlier position).
+// keep [b, h, heavy + recent] i32: kept positions in ascending order, -1 padded.
+void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, int heavy,
+                         int recent, Tensor& keep);
+
+// H2O decode eviction. For each (sequence i, head): among slots with
+// 0 <= slot_pos < protect_from[i] pick the lowest score (ties: the smallest position) and
+// write its slot index to victim [b, h] i32, or -1 if no slot qualifies.
+void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
+                        const std::vector<int32_t>& protect_from, Tensor& victim);
+
+}  // namespace h2oflex::ops

@@ -1,0 +1,57 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/core/half.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/tensor.h"
+
+namespace h2oflex {
+namespace {
+
+TEST(Half, Bf16RoundTripAndRounding) {
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f)), 1.0f);
+  // 1 + 2^-8 lies exactly halfway between two bf16 values: ties go to even (1.0).
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(bf16_to_f32(f32_to_bf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+}
+
+TEST(Half, F16MatchesKnownEncodings) {
+  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);
+  EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001);  // smallest subnormal
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    ASSERT_EQ(f32_to_f16(f16_to_f32(static_cast<uint16_t>(h))), h) << h;
+  }
+}
+
+TEST(Rng, NormalIsDeterministicAndOrderFree) {
+  std::vector<float> a(1000), b(500);
+  fill_normal(a.data(), 1000, 7, 3, 0, 0.0f, 1.0f);
+  fill_normal(b.data(), 500, 7, 3, 500, 0.0f, 1.0f);
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(a[500 + i], b[i]);
+  double mean = 0, var = 0;
+  std::vector<float> c(200000);
+  fill_normal(c.data(), c.size(), 1, 1, 0, 0.0f, 1.0f);
+  for (float x : c) mean += x;
+  mean /= c.size();
+  for (float x : c) var += (x - mean) * (x - mean);
+  var /= c.size();
+  EXPECT_NEAR(mean, 0.0, 0.01);
+  EXPECT_NEAR(var, 1.0, 0.02);
+  EXPECT_NE(normal_at(1, 1, 0), normal_at(2, 1, 0));
+}
+
+TEST(Tensor, SliceSharesStorage) {
+  Tensor t = Tensor::zeros({4, 3}, DType::F32);
+  Tensor s = t.slice(1, 3);
+  s.data<float>()[0] = 5.0f;
+  EXPECT_EQ(t.data<float>()[3], 5.0f);
+  EXPECT_EQ(s.dim(0), 2);
+  EXPECT_THROW(t.slice(2, 5), InternalError);
+}
+
+}  // namespace
+}  // namespace h2oflex

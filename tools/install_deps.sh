@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages h2oflex builds with, skipping those already present.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libdnnl-dev libyaml-cpp-dev liburing-dev
+  nlohmann-json3-dev libcli11-dev libgtest-dev libomp-dev python3 python3-matplotlib fio)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
