@@ -1,0 +1,123 @@
+// linear(): x · Wᵀ (+ bias, + ReLU) through oneDNN's matmul primitive.
+//
+// Weights are stored [out, in] row-major, which is W as a [K, N] matrix with strides (1, K):
+// oneDNN reads it transposed in place, so weights are never copied or re-laid out. Primitives are
+// cached per shape because creating one costs far more than a decode-step GEMM.
+#include <dnnl.hpp>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "runtime/core/half.h"
+#include "runtime/cpu/cpu_ops.h"
+
+namespace h2oflex::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool>;
+
+struct Gemm {
+  dnnl::matmul prim;
+  memory::desc src, wei, bias, dst;
+};
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::data_type dnnl_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return memory::data_type::f32;
+    case DType::BF16:
+      return memory::data_type::bf16;
+    case DType::F16:
+      return memory::data_type::f16;
+    default:
+      throw InternalError("linear: unsupported dtype");
+  }
+}
+
+const Gemm& get_gemm(int64_t m, int64_t k, int64_t n, DType act, DType wt, bool bias, bool relu) {
+  static std::mutex mu;
+  static std::map<Key, Gemm> cache;
+  const Key key{m, k, n, static_cast<int>(act), static_cast<int>(wt), bias, relu};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  Gemm g;
+  g.src = memory::desc({m, k}, dnnl_type(act), memory::dims{k, 1});
+  g.wei = memory::desc({k, n}, dnnl_type(wt), memory::dims{1, k});
+  g.dst = memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1});
+  if (bias) g.bias = memory::desc({1, n}, memory::data_type::f32, memory::dims{n, 1});
+  dnnl::primitive_attr attr;
+  if (relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  auto pd = bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(g.src, g.wei, g.bias, g.dst),
+                                                attr, cpu_engine())
+                 : dnnl::matmul::primitive_desc(dnnl::matmul::desc(g.src, g.wei, g.dst), attr,
+                                                cpu_engine());
+  g.prim = dnnl::matmul(pd);
+  return cache.emplace(key, std::move(g)).first->second;
+}
+
+// Per-thread scratch reused across calls (activations converted to 16-bit, weights widened).
+uint16_t* scratch16(size_t n) {
+  thread_local std::vector<uint16_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+float* scratch32(size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+}  // namespace
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu) {
+  const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
+  DType act = DType::F32;
+  DType wt = w.dtype();
+  void* src = x.raw();
+  void* wei = w.raw();
+  if (ct == ComputeType::F32) {
+    if (wt != DType::F32) {  // widen 16-bit weights (slow path: store weights in f32 instead)
+      float* wide = scratch32(static_cast<size_t>(n * k));
+      if (wt == DType::BF16)
+        convert_bf16_to_f32(w.data<uint16_t>(), wide, n * k);
+      else
+        convert_f16_to_f32(w.data<uint16_t>(), wide, n * k);
+      wei = wide;
+      wt = DType::F32;
+    }
+  } else {
+    act = ct == ComputeType::BF16 ? DType::BF16 : DType::F16;
+    H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
+                  " weights, got ", dtype_name(wt));
+    uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
+    if (act == DType::BF16)
+      convert_f32_to_bf16(x.data<float>(), narrow, m * k);
+    else
+      convert_f32_to_f16(x.data<float>(), narrow, m * k);
+    src = narrow;
+  }
+  const Gemm& g = get_gemm(m, k, n, act, wt, bias != nullptr, relu);
+  dnnl::stream stream(cpu_engine());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(g.src, cpu_engine(), src)},
+                                       {DNNL_ARG_WEIGHTS, memory(g.wei, cpu_engine(), wei)},
+                                       {DNNL_ARG_DST, memory(g.dst, cpu_engine(), out.raw())}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(g.bias, cpu_engine(), bias->raw()));
+  g.prim.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace h2oflex::cpu

@@ -1,0 +1,184 @@
+// Argument checks and backend dispatch for every op in ops.h.
+#include "runtime/ops/ops.h"
+
+#include "runtime/cpu/cpu_ops.h"
+#ifdef H2OFLEX_WITH_CUDA
+#include "runtime/cuda/cuda_ops.h"
+#endif
+
+namespace h2oflex::ops {
+
+namespace {
+
+bool on_cuda(const Tensor& t) {
+  return t.device() == Device::CUDA;
+}
+
+// Calls backend::fn(args...) on the device of `lead`, after checking that every tensor agrees.
+#ifdef H2OFLEX_WITH_CUDA
+#define H2OFLEX_DISPATCH(lead, fn, ...) \
+  (on_cuda(lead) ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__))
+#else
+#define H2OFLEX_DISPATCH(lead, fn, ...)                                         \
+  do {                                                                          \
+    H2OFLEX_CHECK(!on_cuda(lead), #fn ": CUDA tensor in a build without CUDA"); \
+    cpu::fn(__VA_ARGS__);                                                       \
+  } while (0)
+#endif
+
+void expect(const Tensor& t, DType dtype, int rank, const char* op, const char* what) {
+  H2OFLEX_CHECK(t.dtype() == dtype, op, ": ", what, " must be ", dtype_name(dtype), ", got ",
+                dtype_name(t.dtype()));
+  H2OFLEX_CHECK(rank < 0 || t.rank() == rank, op, ": ", what, " must have rank ", rank,
+                ", got shape ", shape_str(t.shape()));
+}
+
+void same_device(const Tensor& a, const Tensor& b, const char* op) {
+  H2OFLEX_CHECK(a.device() == b.device(), op, ": tensors on different devices");
+}
+
+bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+}  // namespace
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu) {
+  expect(x, DType::F32, 2, "linear", "x");
+  expect(out, DType::F32, 2, "linear", "out");
+  H2OFLEX_CHECK(is_float(w.dtype()) && w.rank() == 2, "linear: bad weight");
+  H2OFLEX_CHECK(x.dim(1) == w.dim(1) && out.dim(0) == x.dim(0) && out.dim(1) == w.dim(0),
+                "linear: x ", shape_str(x.shape()), " · w ", shape_str(w.shape()), "ᵀ -> out ",
+                shape_str(out.shape()));
+  if (bias) {
+    expect(*bias, DType::F32, -1, "linear", "bias");
+    H2OFLEX_CHECK(bias->numel() == w.dim(0), "linear: bias size");
+  }
+  same_device(x, w, "linear");
+  H2OFLEX_DISPATCH(x, linear, x, w, bias, out, ct, relu);
+}
+
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out) {
+  expect(x, DType::F32, -1, "layer_norm", "x");
+  H2OFLEX_CHECK(gamma.numel() == x.dim(-1) && beta.numel() == x.dim(-1) && out.numel() == x.numel(),
+                "layer_norm: shapes");
+  H2OFLEX_DISPATCH(x, layer_norm, x, gamma, beta, eps, out);
+}
+
+void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {
+  expect(x, DType::F32, -1, "add_bias_relu", "x");
+  H2OFLEX_CHECK(bias.numel() == x.dim(-1), "add_bias_relu: bias size");
+  H2OFLEX_DISPATCH(x, add_bias_relu, x, bias, relu);
+}
+
+void add_inplace(Tensor& x, const Tensor& y) {
+  expect(x, DType::F32, -1, "add_inplace", "x");
+  expect(y, DType::F32, -1, "add_inplace", "y");
+  H2OFLEX_CHECK(x.numel() == y.numel(), "add_inplace: sizes ", shape_str(x.shape()), " vs ",
+                shape_str(y.shape()));
+  H2OFLEX_DISPATCH(x, add_inplace, x, y);
+}
+
+void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
+  expect(ids, DType::I32, -1, "embed_tokens", "ids");
+  H2OFLEX_CHECK(is_float(table.dtype()) && table.rank() == 2, "embed_tokens: table");
+  H2OFLEX_CHECK(out.numel() == ids.numel() * table.dim(1), "embed_tokens: out size");
+  if (!on_cuda(ids)) {
+    for (int32_t id : ids.span<int32_t>()) {
+      H2OFLEX_INPUT_CHECK(id >= 0 && id < table.dim(0), "token id ", id,
+                          " outside the vocabulary [0, ", table.dim(0), ")");
+    }
+  }
+  H2OFLEX_DISPATCH(out, embed_tokens, ids, table, out);
+}
+
+void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset) {
+  expect(positions, DType::I32, -1, "add_positions", "positions");
+  H2OFLEX_CHECK(x.numel() == positions.numel() * table.dim(1), "add_positions: sizes");
+  if (!on_cuda(positions)) {
+    for (int32_t p : positions.span<int32_t>()) {
+      H2OFLEX_INPUT_CHECK(p + offset >= 0 && p + offset < table.dim(0), "position ", p,
+                          " beyond the model's ", table.dim(0) - offset, " positions");
+    }
+  }
+  H2OFLEX_DISPATCH(x, add_positions, x, positions, table, offset);
+}
+
+void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
+  expect(q, DType::F32, 4, "attention_prefill", "q");
+  H2OFLEX_CHECK(k.shape() == q.shape() && v.shape() == q.shape() && out.shape() == q.shape(),
+                "attention_prefill: q/k/v/out shapes");
+  H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == q.dim(0), "attention_prefill: pad size");
+  for (int32_t p : pad) H2OFLEX_CHECK(p >= 0 && p < q.dim(1), "attention_prefill: pad ", p);
+  if (colsum) {
+    expect(*colsum, DType::F32, 3, "attention_prefill", "colsum");
+    H2OFLEX_CHECK(
+        colsum->dim(0) == q.dim(0) && colsum->dim(1) == q.dim(2) && colsum->dim(2) == q.dim(1),
+        "attention_prefill: colsum shape");
+  }
+  H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum);
+}
+
+void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
+                      Tensor& out, Tensor* slot_probs, Tensor* new_prob) {
+  expect(q, DType::F32, 3, "attention_decode", "q");
+  H2OFLEX_CHECK(k_cache.rank() == 4 && k_cache.dim(0) == q.dim(0) && k_cache.dim(1) == q.dim(1) &&
+                    k_cache.dim(3) == q.dim(2),
+                "attention_decode: k_cache ", shape_str(k_cache.shape()), " vs q ",
+                shape_str(q.shape()));
+  H2OFLEX_CHECK(v_cache.shape() == k_cache.shape() && v_cache.dtype() == k_cache.dtype(),
+                "attention_decode: v_cache");
+  expect(slot_pos, DType::I32, 3, "attention_decode", "slot_pos");
+  H2OFLEX_CHECK(slot_pos.dim(2) == k_cache.dim(2), "attention_decode: slot_pos capacity");
+  H2OFLEX_CHECK(
+      k_new.shape() == q.shape() && v_new.shape() == q.shape() && out.shape() == q.shape(),
+      "attention_decode: new token shapes");
+  if (slot_probs) H2OFLEX_CHECK(slot_probs->shape() == slot_pos.shape(), "slot_probs shape");
+  if (new_prob) H2OFLEX_CHECK(new_prob->numel() == q.dim(0) * q.dim(1), "new_prob shape");
+  H2OFLEX_DISPATCH(q, attention_decode, q, k_cache, v_cache, slot_pos, k_new, v_new, scale, out,
+                   slot_probs, new_prob);
+}
+
+void argmax(const Tensor& logits, std::vector<int32_t>& ids) {
+  expect(logits, DType::F32, 2, "argmax", "logits");
+  H2OFLEX_DISPATCH(logits, argmax, logits, ids);
+}
+
+void sample(const Tensor& logits, const SampleParams& params, const std::vector<uint64_t>& row_keys,
+            uint64_t step, std::vector<int32_t>& ids) {
+  expect(logits, DType::F32, 2, "sample", "logits");
+  H2OFLEX_CHECK(static_cast<int64_t>(row_keys.size()) == logits.dim(0), "sample: row_keys");
+  H2OFLEX_INPUT_CHECK(params.temperature > 0, "temperature must be > 0, got ", params.temperature);
+  H2OFLEX_INPUT_CHECK(params.top_p > 0 && params.top_p <= 1, "top_p must be in (0, 1], got ",
+                      params.top_p);
+  H2OFLEX_DISPATCH(logits, sample, logits, params, row_keys, step, ids);
+}
+
+void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, int heavy,
+                         int recent, Tensor& keep) {
+  expect(colsum, DType::F32, 3, "select_heavy_recent", "colsum");
+  expect(keep, DType::I32, 3, "select_heavy_recent", "keep");
+  H2OFLEX_CHECK(heavy >= 0 && recent >= 1, "select_heavy_recent: heavy ", heavy, " recent ",
+                recent);
+  H2OFLEX_CHECK(
+      keep.dim(0) == colsum.dim(0) && keep.dim(1) == colsum.dim(1) && keep.dim(2) == heavy + recent,
+      "select_heavy_recent: keep shape");
+  H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == colsum.dim(0), "select_heavy_recent: pad");
+  H2OFLEX_DISPATCH(colsum, select_heavy_recent, colsum, pad, heavy, recent, keep);
+}
+
+void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
+                        const std::vector<int32_t>& protect_from, Tensor& victim) {
+  expect(scores, DType::F32, 3, "evict_lowest_score", "scores");
+  expect(slot_pos, DType::I32, 3, "evict_lowest_score", "slot_pos");
+  H2OFLEX_CHECK(scores.shape() == slot_pos.shape(), "evict_lowest_score: shapes");
+  H2OFLEX_CHECK(victim.numel() == scores.dim(0) * scores.dim(1), "evict_lowest_score: victim");
+  H2OFLEX_CHECK(static_cast<int64_t>(protect_from.size()) == scores.dim(0),
+                "evict_lowest_score: protect_from");
+  H2OFLEX_DISPATCH(scores, evict_lowest_score, scores, slot_pos, protect_from, victim);
+}
+
+}  // namespace h2oflex::ops
