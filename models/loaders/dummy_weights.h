@@ -1,0 +1,16 @@
+// Deterministic dummy weights: matrices normal(0, 0.02), LayerNorm weights 1, biases 0 — from a
+// counter-based RNG keyed by (seed, tensor name), so any tensor or any part of one can be produced
+// on its own, in any order, in parallel, and always comes out the same.
+#pragma once
+
+#include <cstdint>
+
+#include "models/opt/opt_weights.h"
+
+namespace h2oflex {
+
+// Writes elements [first, first + count) of tensor `spec` as `dtype` into dst.
+void dummy_weight_fill(const WeightSpec& spec, uint64_t seed, DType dtype, uint64_t first,
+                       uint64_t count, void* dst);
+
+}  // namespace h2oflex

@@ -1,0 +1,105 @@
+#include "models/opt/opt_layers.h"
+
+#include <cmath>
+
+namespace h2oflex {
+
+namespace {
+
+// Reusable per-thread activation buffers: one slot per purpose, grown on demand, so the hot loop
+// does not fault in fresh pages for every layer.
+Tensor scratch(int slot, Shape shape) {
+  thread_local std::vector<Tensor> slots(8);
+  Tensor& t = slots.at(static_cast<size_t>(slot));
+  const int64_t need = shape_numel(shape);
+  if (!t.defined() || t.numel() < need) t = Tensor::empty({need}, DType::F32);
+  return t.slice(0, need).reshape(std::move(shape));
+}
+
+enum Slot { kNormed = 0, kProj, kFfn, kEmbed, kQ, kK, kV, kAttn };
+
+}  // namespace
+
+float opt_attention_scale(const OptConfig& cfg) {
+  return 1.0f / std::sqrt(static_cast<float>(cfg.head_dim()));
+}
+
+void opt_embed(const OptConfig& cfg, const OptEmbeddingWeights& w, ops::ComputeType ct,
+               const Tensor& ids, const Tensor& positions, Tensor& hidden) {
+  const int64_t rows = ids.numel();
+  if (cfg.has_projections()) {
+    Tensor words = scratch(kEmbed, {rows, cfg.word_embed_dim});
+    ops::embed_tokens(ids, w.tokens, words);
+    ops::linear(words, w.project_in, nullptr, hidden, ct);
+  } else {
+    ops::embed_tokens(ids, w.tokens, hidden);
+  }
+  ops::add_positions(hidden, positions, w.positions, 2);
+}
+
+void opt_logits(const OptConfig& cfg, const OptEmbeddingWeights& w, ops::ComputeType ct,
+                const Tensor& hidden, Tensor& logits) {
+  const int64_t rows = hidden.dim(0);
+  Tensor x = hidden;
+  if (cfg.pre_layer_norm) {
+    x = scratch(kNormed, {rows, cfg.hidden});
+    ops::layer_norm(hidden, w.final_ln_w, w.final_ln_b, cfg.layer_norm_eps, x);
+  }
+  if (cfg.has_projections()) {
+    Tensor words = scratch(kEmbed, {rows, cfg.word_embed_dim});
+    ops::linear(x, w.project_out, nullptr, words, ct);
+    x = words;
+  }
+  ops::linear(x, w.tokens, nullptr, logits, ct);
+}
+
+void opt_attention_input(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
+                         const Tensor& hidden, Tensor& q, Tensor& k, Tensor& v) {
+  Tensor x = hidden;
+  if (cfg.pre_layer_norm) {
+    x = scratch(kNormed, hidden.shape());
+    ops::layer_norm(hidden, w.attn_ln_w, w.attn_ln_b, cfg.layer_norm_eps, x);
+  }
+  ops::linear(x, w.q_w, &w.q_b, q, ct);
+  ops::linear(x, w.k_w, &w.k_b, k, ct);
+  ops::linear(x, w.v_w, &w.v_b, v, ct);
+}
+
+void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
+                      Tensor& hidden, const Tensor& attn) {
+  const int64_t rows = hidden.dim(0);
+  Tensor proj = scratch(kProj, {rows, cfg.hidden});
+  ops::linear(attn, w.o_w, &w.o_b, proj, ct);
+  ops::add_inplace(hidden, proj);
+  if (!cfg.pre_layer_norm) {
+    ops::layer_norm(hidden, w.attn_ln_w, w.attn_ln_b, cfg.layer_norm_eps, hidden);
+  }
+  Tensor x = hidden;
+  if (cfg.pre_layer_norm) {
+    x = scratch(kNormed, {rows, cfg.hidden});
+    ops::layer_norm(hidden, w.ffn_ln_w, w.ffn_ln_b, cfg.layer_norm_eps, x);
+  }
+  Tensor ffn = scratch(kFfn, {rows, cfg.ffn});
+  ops::linear(x, w.fc1_w, &w.fc1_b, ffn, ct, /*relu=*/true);
+  ops::linear(ffn, w.fc2_w, &w.fc2_b, proj, ct);
+  ops::add_inplace(hidden, proj);
+  if (!cfg.pre_layer_norm) {
+    ops::layer_norm(hidden, w.ffn_ln_w, w.ffn_ln_b, cfg.layer_norm_eps, hidden);
+  }
+}
+
+void opt_layer_prefill(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
+                       Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
+                       Tensor& k, Tensor& v, Tensor* colsum) {
+  const int64_t rows = batch * seq, heads = cfg.heads, d = cfg.head_dim();
+  Tensor q = scratch(kQ, {rows, cfg.hidden});
+  Tensor k2 = k.reshape({rows, cfg.hidden});
+  Tensor v2 = v.reshape({rows, cfg.hidden});
+  opt_attention_input(cfg, w, ct, hidden, q, k2, v2);
+  Tensor attn = scratch(kAttn, {batch, seq, heads, d});
+  ops::attention_prefill(q.reshape({batch, seq, heads, d}), k, v, pad, opt_attention_scale(cfg),
+                         attn, colsum);
+  opt_layer_finish(cfg, w, ct, hidden, attn.reshape({rows, cfg.hidden}));
+}
+
+}  // namespace h2oflex

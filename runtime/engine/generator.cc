@@ -1,0 +1,129 @@
+#include "runtime/engine/generator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/core/timer.h"
+
+namespace h2oflex {
+
+PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_t pad_id) {
+  PaddedBatch pb;
+  pb.batch = static_cast<int64_t>(prompts.size());
+  for (const auto& p : prompts) {
+    H2OFLEX_INPUT_CHECK(!p.empty(), "empty prompt");
+    pb.seq = std::max<int64_t>(pb.seq, static_cast<int64_t>(p.size()));
+  }
+  pb.ids = Tensor::empty({pb.batch * pb.seq}, DType::I32);
+  pb.positions = Tensor::empty({pb.batch * pb.seq}, DType::I32);
+  for (int64_t b = 0; b < pb.batch; ++b) {
+    const int64_t n = static_cast<int64_t>(prompts[b].size());
+    const int32_t pad = static_cast<int32_t>(pb.seq - n);
+    pb.pad.push_back(pad);
+    for (int64_t t = 0; t < pb.seq; ++t) {
+      const bool real = t >= pad;
+      pb.ids.data<int32_t>()[b * pb.seq + t] = real ? prompts[b][t - pad] : pad_id;
+      pb.positions.data<int32_t>()[b * pb.seq + t] = real ? static_cast<int32_t>(t - pad) : -1;
+    }
+  }
+  return pb;
+}
+
+void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
+                   std::vector<int32_t>& ids) {
+  if (opt.temperature <= 0.0f) {
+    ops::argmax(logits, ids);
+    return;
+  }
+  std::vector<uint64_t> keys(static_cast<size_t>(logits.dim(0)));
+  for (size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<uint64_t>(first_row) + i;
+  ops::sample(logits, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
+              ids);
+}
+
+GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
+                               const std::vector<std::vector<int32_t>>& prompts,
+                               const GenerateOptions& opt) {
+  const PaddedBatch pb = pad_prompts(prompts, cfg.pad_id);
+  const int64_t b = pb.batch, s = pb.seq, H = cfg.hidden, heads = cfg.heads;
+  const int64_t d = cfg.head_dim();
+  const int capacity = opt.eviction.capacity(static_cast<int>(s), opt.gen_len);
+  H2OFLEX_INPUT_CHECK(s + opt.gen_len <= cfg.max_positions, "prompt (", s, ") + gen_len (",
+                      opt.gen_len, ") exceeds the model's ", cfg.max_positions, " positions");
+  GenerateOutput out;
+  out.tokens.resize(static_cast<size_t>(b));
+  std::vector<KvSlots> cache;
+  for (int64_t l = 0; l < cfg.layers; ++l) {
+    cache.push_back(KvSlots::allocate(b, heads, capacity, d, opt.kv_dtype));
+  }
+
+  // Prefill.
+  Stopwatch watch;
+  Tensor hidden = Tensor::empty({b * s, H}, DType::F32);
+  opt_embed(cfg, w.embed, opt.compute, pb.ids, pb.positions, hidden);
+  Tensor k = Tensor::empty({b, s, heads, d}, DType::F32);
+  Tensor v = Tensor::empty({b, s, heads, d}, DType::F32);
+  Tensor colsum = Tensor::empty({b, heads, s}, DType::F32);
+  const bool scores = opt.eviction.uses_attention_scores();
+  for (int64_t l = 0; l < cfg.layers; ++l) {
+    opt_layer_prefill(cfg, w.layers[l], opt.compute, hidden, b, s, pb.pad, k, v,
+                      scores ? &colsum : nullptr);
+    kv_prefill(opt.eviction, k, v, scores ? &colsum : nullptr, pb.pad, cache[l]);
+  }
+  if (opt.all_prompt_logits && opt.on_logits) {
+    Tensor all = Tensor::empty({b * s, cfg.vocab}, DType::F32);
+    opt_logits(cfg, w.embed, opt.compute, hidden, all);
+    opt.on_logits(-1, all);
+  }
+  Tensor last = Tensor::empty({b, H}, DType::F32);
+  for (int64_t i = 0; i < b; ++i) {
+    std::memcpy(last.data<float>() + i * H, hidden.data<float>() + ((i + 1) * s - 1) * H, H * 4);
+  }
+  Tensor logits = Tensor::empty({b, cfg.vocab}, DType::F32);
+  opt_logits(cfg, w.embed, opt.compute, last, logits);
+  out.prefill_s = watch.elapsed();
+
+  // Decode.
+  watch.reset();
+  std::vector<bool> done(static_cast<size_t>(b), false);
+  std::vector<int32_t> next;
+  Tensor ids = Tensor::empty({b}, DType::I32), pos = Tensor::empty({b}, DType::I32);
+  Tensor q = Tensor::empty({b, H}, DType::F32), kn = Tensor::empty({b, H}, DType::F32);
+  Tensor vn = Tensor::empty({b, H}, DType::F32), attn = Tensor::empty({b, H}, DType::F32);
+  Tensor probs = Tensor::empty({b, heads, capacity}, DType::F32);
+  Tensor self_prob = Tensor::empty({b, heads}, DType::F32);
+  for (int step = 0; step < opt.gen_len; ++step) {
+    if (opt.on_logits) opt.on_logits(step, logits);
+    choose_tokens(logits, opt, 0, step, next);
+    bool all_done = true;
+    for (int64_t i = 0; i < b; ++i) {
+      if (!done[i]) {
+        out.tokens[i].push_back(next[i]);
+        if (opt.stop_at_eos && next[i] == cfg.eos_id) done[i] = true;
+      }
+      all_done = all_done && done[i];
+    }
+    if (all_done || step + 1 == opt.gen_len) break;
+    const int32_t t = static_cast<int32_t>(s + step);  // padded position of the new token
+    for (int64_t i = 0; i < b; ++i) {
+      ids.data<int32_t>()[i] = next[i];
+      pos.data<int32_t>()[i] = t - pb.pad[i];
+    }
+    opt_embed(cfg, w.embed, opt.compute, ids, pos, last);
+    for (int64_t l = 0; l < cfg.layers; ++l) {
+      opt_attention_input(cfg, w.layers[l], opt.compute, last, q, kn, vn);
+      Tensor q3 = q.reshape({b, heads, d}), k3 = kn.reshape({b, heads, d});
+      Tensor v3 = vn.reshape({b, heads, d}), a3 = attn.reshape({b, heads, d});
+      ops::attention_decode(q3, cache[l].k, cache[l].v, cache[l].pos, k3, v3,
+                            opt_attention_scale(cfg), a3, scores ? &probs : nullptr,
+                            scores ? &self_prob : nullptr);
+      kv_decode_insert(opt.eviction, t, k3, v3, &probs, &self_prob, cache[l]);
+      opt_layer_finish(cfg, w.layers[l], opt.compute, last, attn);
+    }
+    opt_logits(cfg, w.embed, opt.compute, last, logits);
+  }
+  out.decode_s = watch.elapsed();
+  return out;
+}
+
+}  // namespace h2oflex

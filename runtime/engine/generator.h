@@ -1,0 +1,52 @@
+// The in-RAM generation path: every weight and the whole KV cache in host memory, no tiers.
+// It is the reference the pipelined engine must reproduce token for token, and the simplest way
+// to run a small model.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "models/opt/opt_model.h"
+#include "policy/eviction.h"
+#include "runtime/engine/kv_slots.h"
+
+namespace h2oflex {
+
+struct GenerateOptions {
+  int gen_len = 32;
+  bool stop_at_eos = true;
+  ops::ComputeType compute = ops::ComputeType::F32;
+  DType kv_dtype = DType::F32;
+  EvictionRule eviction;
+  float temperature = 0.0f;  // 0 = greedy
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  // Test hooks: logits [rows, vocab] of every prompt position (step -1, rows = b * s) and of the
+  // last position at each generation step (step >= 0, rows = b).
+  std::function<void(int step, const Tensor& logits)> on_logits;
+  bool all_prompt_logits = false;
+};
+
+struct GenerateOutput {
+  std::vector<std::vector<int32_t>> tokens;  // generated ids per sequence (EOS included)
+  double prefill_s = 0, decode_s = 0;
+};
+
+// A batch of prompts left-padded to the longest one.
+struct PaddedBatch {
+  int64_t batch = 0, seq = 0;
+  std::vector<int32_t> pad;  // left padding per sequence
+  Tensor ids, positions;     // [batch * seq] i32; positions of padding are -1 (OPT convention)
+};
+PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_t pad_id);
+
+// Next-token choice for a [b, vocab] logits block (greedy or seeded sampling). `first_row` is the
+// global index of row 0, so results do not depend on how a batch is split.
+void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
+                   std::vector<int32_t>& ids);
+
+GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& weights,
+                               const std::vector<std::vector<int32_t>>& prompts,
+                               const GenerateOptions& opt);
+
+}  // namespace h2oflex

@@ -1,0 +1,46 @@
+// KV slots of one (layer, batch of sequences) on the compute side, and the two moments that
+// decide what they hold: prefill (which prompt tokens to keep) and each decode step (where the new
+// token goes, and what it evicts). Storage is laid out per (sequence, head) contiguously —
+// [b, heads, capacity, head_dim] — so a changed slot is one contiguous head_dim-long record.
+#pragma once
+
+#include <vector>
+
+#include "policy/eviction.h"
+#include "runtime/core/tensor.h"
+
+namespace h2oflex {
+
+struct KvSlots {
+  Tensor k, v;   // [b, heads, cap, d] in the KV storage dtype
+  Tensor pos;    // [b, heads, cap] i32: padded position of the token in the slot, -1 if empty
+  Tensor score;  // [b, heads, cap] f32: eviction score (h2o: accumulated attention)
+
+  static KvSlots allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
+                          DType dtype);
+  int64_t batch() const { return k.dim(0); }
+  int64_t heads() const { return k.dim(1); }
+  int64_t capacity() const { return k.dim(2); }
+  int64_t head_dim() const { return k.dim(3); }
+  void clear();
+};
+
+// Where each (sequence, head) wrote this step: slot index, or -1 if nothing changed.
+using ChangedSlots = std::vector<int32_t>;  // [b * heads]
+
+// Fills `slots` from a prompt: k, v [b, s, heads, d] f32, colsum [b, heads, s] (h2o only; may be
+// null otherwise), pad per sequence. Padding is never stored.
+void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
+                const std::vector<int32_t>& pad, KvSlots& slots);
+
+// After attention of the token at padded position `position`: adds the slot probabilities to the
+// scores (h2o), picks each (sequence, head)'s slot for the new token — the next free slot, or the
+// victim of the rule — and writes k_new, v_new [b, heads, d] f32 there. Returns the changed slots.
+ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const Tensor& k_new,
+                              const Tensor& v_new, const Tensor* slot_probs, const Tensor* new_prob,
+                              KvSlots& slots);
+
+// Copies one vector into slot storage, converting from f32.
+void store_vector(const float* src, Tensor& dst, size_t element_offset, int64_t n);
+
+}  // namespace h2oflex
