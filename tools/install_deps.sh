@@ -2,7 +2,7 @@
 # Installs the Debian packages h2oflex builds with, skipping those already present.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libdnnl-dev libyaml-cpp-dev liburing-dev
-  nlohmann-json3-dev libcli11-dev libgtest-dev libomp-dev python3 python3-matplotlib fio)
+  nlohmann-json3-dev libcli11-dev libssl-dev libgtest-dev libomp-dev python3 python3-matplotlib fio)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

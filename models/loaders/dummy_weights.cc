@@ -1,5 +1,6 @@
 #include "models/loaders/dummy_weights.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/core/half.h"

@@ -1,0 +1,34 @@
+#include "experiments/model_source.h"
+
+#include <filesystem>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
+  ModelSource src;
+  if (auto cfg = opt_config_by_name(model)) {
+    H2OFLEX_INPUT_CHECK(dummy, "model '", model,
+                        "' names a published OPT model, whose weights are not on this machine: "
+                        "set dummy: true, or point model at a Hugging Face directory");
+    src.config = *cfg;
+    src.producer = dummy_weight_producer(seed);
+    src.description = detail::concat(cfg->name, " (dummy weights, seed ", seed, ")");
+    src.key = detail::concat(cfg->name, ":dummy:seed=", seed);
+    return src;
+  }
+  const std::filesystem::path dir(model);
+  H2OFLEX_INPUT_CHECK(
+      std::filesystem::is_directory(dir), "model '", model, "' is neither a known OPT name (",
+      [] {
+        std::string s;
+        for (const auto& n : opt_model_names()) s += (s.empty() ? "" : ", ") + n;
+        return s;
+      }(),
+      ") nor an existing directory");
+  throw InputError(detail::concat("model directory '", model,
+                                  "': Hugging Face checkpoints are not supported yet"));
+}
+
+}  // namespace h2oflex

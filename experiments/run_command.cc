@@ -1,0 +1,129 @@
+#include "experiments/run_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "experiments/model_source.h"
+#include "experiments/sha256.h"
+#include "runtime/core/rng.h"
+#include "runtime/engine/generator.h"
+
+namespace h2oflex {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Prompts drawn from the seed: ids uniform over the vocabulary minus the 4 special tokens.
+std::vector<std::vector<int32_t>> seeded_prompts(const RunConfig& c, int64_t vocab) {
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(c.batch_size));
+  for (int b = 0; b < c.batch_size; ++b) {
+    for (int t = 0; t < c.prompt_len; ++t) {
+      const uint32_t r = philox4x32(c.seed, 0x70726f6d7074ull + b, t)[0];
+      prompts[b].push_back(4 + static_cast<int32_t>(r % static_cast<uint32_t>(vocab - 4)));
+    }
+  }
+  return prompts;
+}
+
+nlohmann::json phase(double latency, double tokens) {
+  return {{"latency_s", latency}, {"throughput_tok_s", latency > 0 ? tokens / latency : 0.0}};
+}
+
+void print_summary(const nlohmann::json& r) {
+  std::printf("model size: %.3f GB\tcache size: %.3f GB\thidden size (p): %.3f GB\n",
+              r["model_bytes"].get<double>() / kGiB, r["cache_bytes"].get<double>() / kGiB,
+              r["hidden_bytes"].get<double>() / kGiB);
+  std::printf("peak device mem: %.3f GB\tprojected: %s\n",
+              r["peak_device_bytes"].get<double>() / kGiB,
+              r["projected"].get<bool>() ? "True" : "False");
+  for (const char* p : {"prefill", "decode", "total"}) {
+    std::printf("%s latency: %.3f s\t%s throughput: %.3f token/s\n", p,
+                r[p]["latency_s"].get<double>(), p, r[p]["throughput_tok_s"].get<double>());
+  }
+}
+
+}  // namespace
+
+std::string tokens_sha256(const std::vector<std::vector<int32_t>>& tokens) {
+  return sha256_hex(nlohmann::json(tokens).dump());
+}
+
+nlohmann::json run_experiment_config(const RunConfig& c) {
+  ModelSource src = open_model_source(c.model, c.dummy, c.seed);
+  const OptConfig& cfg = src.config;
+  const ops::ComputeType ct = resolve_compute_type(c.compute_dtype);
+  const DType wdtype = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, cfg.vocab) : c.prompt_ids;
+  for (const auto& p : prompts) {
+    for (int32_t id : p) {
+      H2OFLEX_INPUT_CHECK(id >= 0 && id < cfg.vocab, c.source, ": prompt token id ", id,
+                          " outside the vocabulary [0, ", cfg.vocab, ")");
+    }
+  }
+  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= cfg.max_positions, c.source, ": prompt_len (",
+                      c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ", cfg.name, "'s ",
+                      cfg.max_positions, " positions");
+  std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
+  OptWeights weights = load_opt_weights(cfg, wdtype, src.producer);
+
+  GenerateOptions opt;
+  opt.gen_len = c.gen_len;
+  opt.stop_at_eos = c.stop_at_eos;
+  opt.compute = ct;
+  opt.kv_dtype = wdtype;
+  opt.eviction = c.kv;
+  opt.temperature = c.temperature;
+  opt.top_p = c.top_p;
+  opt.seed = c.seed;
+  std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
+               c.prompt_len, c.gen_len);
+  GenerateOutput out = generate_in_ram(cfg, weights, prompts, opt);
+
+  const double batch = static_cast<double>(prompts.size());
+  const int capacity = c.kv.capacity(c.prompt_len, c.gen_len);
+  nlohmann::json r;
+  r["model"] = cfg.name;
+  r["model_source"] = src.description;
+  r["compute_dtype"] = ct == ops::ComputeType::BF16 ? "bf16" : "f32";
+  r["prompt_len"] = c.prompt_len;
+  r["gen_len"] = c.gen_len;
+  r["batch_size"] = prompts.size();
+  const double wbytes = static_cast<double>(dtype_size(wdtype));
+  r["model_bytes"] = static_cast<double>(cfg.parameter_count()) * wbytes;
+  r["cache_bytes"] = 2.0 * batch * capacity * cfg.layers * cfg.hidden * wbytes;
+  r["hidden_bytes"] = batch * c.prompt_len * cfg.hidden * 4.0;
+  r["peak_device_bytes"] = r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
+  r["projected"] = false;
+  r["prefill"] = phase(out.prefill_s, batch * c.prompt_len);
+  r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
+  r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);
+  r["kv"] = {{"policy", c.kv.name()},
+             {"heavy", c.kv.heavy},
+             {"recent", c.kv.recent},
+             {"budget", capacity}};
+  r["tokens"] = out.tokens;
+  r["tokens_sha256"] = tokens_sha256(out.tokens);
+  return r;
+}
+
+int run_command(const RunOptions& options) {
+  RunConfig config = load_run_config(options.config_path, options.overrides);
+  nlohmann::json result = run_experiment_config(config);
+  print_summary(result);
+  if (!options.json_out.empty()) {
+    const std::string tmp = options.json_out + ".tmp";
+    {
+      std::ofstream out(tmp);
+      H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", tmp, "'");
+      out << result.dump(2) << "\n";
+      H2OFLEX_CHECK(out.good(), "writing ", tmp);
+    }
+    std::rename(tmp.c_str(), options.json_out.c_str());
+    std::fprintf(stderr, "wrote %s\n", options.json_out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace h2oflex

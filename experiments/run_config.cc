@@ -1,0 +1,206 @@
+#include "experiments/run_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+namespace {
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& key, const std::string& source) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw InputError(detail::concat(source, ": key '", key, "': expected ",
+                                    std::is_same_v<T, bool>       ? "true or false"
+                                    : std::is_integral_v<T>       ? "an integer"
+                                    : std::is_floating_point_v<T> ? "a number"
+                                                                  : "a string",
+                                    ", got '", YAML::Dump(node), "'"));
+  }
+}
+
+void check_keys(const YAML::Node& node, const std::set<std::string>& allowed,
+                const std::string& where, const std::string& source) {
+  H2OFLEX_INPUT_CHECK(node.IsMap(), source, ": ", where.empty() ? "the config" : where,
+                      " must be a mapping");
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (allowed.count(key) == 0) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw InputError(detail::concat(source, ": unknown key '", where.empty() ? "" : where + ".",
+                                      key, "' (allowed: ", list, ")"));
+    }
+  }
+}
+
+EvictionRule parse_kv(const YAML::Node& kv, int prompt_len, const std::string& source) {
+  EvictionRule rule;
+  if (!kv) return rule;
+  check_keys(
+      kv, {"policy", "heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens", "sink_tokens"},
+      "kv", source);
+  const std::string kind =
+      kv["policy"] ? scalar<std::string>(kv["policy"], "kv.policy", source) : std::string("full");
+  auto ratio_or_tokens = [&](const char* ratio_key, const char* tokens_key) -> int {
+    if (kv[tokens_key]) {
+      const int n = scalar<int>(kv[tokens_key], std::string("kv.") + tokens_key, source);
+      H2OFLEX_INPUT_CHECK(n >= 0, source, ": kv.", tokens_key, " must be >= 0, got ", n);
+      return n;
+    }
+    if (kv[ratio_key]) {
+      const double r = scalar<double>(kv[ratio_key], std::string("kv.") + ratio_key, source);
+      H2OFLEX_INPUT_CHECK(r > 0 && r <= 1, source, ": kv.", ratio_key, " must be in (0, 1], got ",
+                          r);
+      return std::max(1, static_cast<int>(std::floor(r * prompt_len)));
+    }
+    throw InputError(detail::concat(source, ": kv.policy ", kind, " needs kv.", ratio_key,
+                                    " or kv.", tokens_key));
+  };
+  if (kind == "full") {
+    rule.kind = EvictionRule::Kind::Full;
+  } else if (kind == "h2o") {
+    rule.kind = EvictionRule::Kind::H2O;
+    rule.heavy = ratio_or_tokens("heavy_ratio", "heavy_tokens");
+    rule.recent = ratio_or_tokens("recent_ratio", "recent_tokens");
+    H2OFLEX_INPUT_CHECK(rule.heavy >= 1 && rule.recent >= 1, source,
+                        ": kv: h2o needs at least one heavy and one recent token");
+  } else if (kind == "streaming") {
+    rule.kind = EvictionRule::Kind::Streaming;
+    H2OFLEX_INPUT_CHECK(kv["sink_tokens"] && kv["recent_tokens"], source,
+                        ": kv.policy streaming needs kv.sink_tokens and kv.recent_tokens");
+    rule.heavy = scalar<int>(kv["sink_tokens"], "kv.sink_tokens", source);
+    rule.recent = scalar<int>(kv["recent_tokens"], "kv.recent_tokens", source);
+    H2OFLEX_INPUT_CHECK(rule.heavy >= 1 && rule.recent >= 1, source,
+                        ": kv: streaming needs sink_tokens >= 1 and recent_tokens >= 1");
+  } else {
+    throw InputError(detail::concat(source, ": kv.policy: unknown '", kind,
+                                    "' (expected full, h2o or streaming)"));
+  }
+  return rule;
+}
+
+}  // namespace
+
+void apply_override(YAML::Node& root, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  H2OFLEX_INPUT_CHECK(eq != std::string::npos && eq > 0, "--set '", assignment,
+                      "': expected key=value");
+  const std::string key = assignment.substr(0, eq), value = assignment.substr(eq + 1);
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // yaml-cpp nodes are handles: walk by reassigning copies that alias the tree.
+  std::vector<YAML::Node> path{root};
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node child = path.back()[parts[i]];
+    if (!child.IsDefined() || child.IsNull()) {
+      path.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      child = path.back()[parts[i]];
+    }
+    path.push_back(child);
+  }
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(value);
+  } catch (const YAML::Exception& e) {
+    throw InputError(detail::concat("--set ", key, ": cannot parse value '", value, "'"));
+  }
+  path.back()[parts.back()] = parsed;
+}
+
+RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
+  check_keys(
+      root,
+      {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype", "seed",
+       "prompt_ids", "temperature", "top_p", "stop_at_eos", "policy", "hardware", "kv"},
+      "", source);
+  RunConfig c;
+  c.source = source;
+  H2OFLEX_INPUT_CHECK(root["model"], source, ": missing key 'model'");
+  c.model = scalar<std::string>(root["model"], "model", source);
+  if (root["name"]) c.name = scalar<std::string>(root["name"], "name", source);
+  if (root["dummy"]) c.dummy = scalar<bool>(root["dummy"], "dummy", source);
+  if (root["prompt_len"]) c.prompt_len = scalar<int>(root["prompt_len"], "prompt_len", source);
+  if (root["gen_len"]) c.gen_len = scalar<int>(root["gen_len"], "gen_len", source);
+  if (root["batch_size"]) c.batch_size = scalar<int>(root["batch_size"], "batch_size", source);
+  if (root["compute_dtype"]) {
+    c.compute_dtype = scalar<std::string>(root["compute_dtype"], "compute_dtype", source);
+  }
+  if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], "seed", source);
+  if (root["temperature"])
+    c.temperature = scalar<float>(root["temperature"], "temperature", source);
+  if (root["top_p"]) c.top_p = scalar<float>(root["top_p"], "top_p", source);
+  if (root["stop_at_eos"]) c.stop_at_eos = scalar<bool>(root["stop_at_eos"], "stop_at_eos", source);
+  H2OFLEX_INPUT_CHECK(c.prompt_len >= 1, source, ": prompt_len must be >= 1, got ", c.prompt_len);
+  H2OFLEX_INPUT_CHECK(c.gen_len >= 1, source, ": gen_len must be >= 1, got ", c.gen_len);
+  H2OFLEX_INPUT_CHECK(c.batch_size >= 1, source, ": batch_size must be >= 1, got ", c.batch_size);
+  H2OFLEX_INPUT_CHECK(c.temperature >= 0, source, ": temperature must be >= 0");
+  H2OFLEX_INPUT_CHECK(c.top_p > 0 && c.top_p <= 1, source, ": top_p must be in (0, 1]");
+  H2OFLEX_INPUT_CHECK(
+      c.compute_dtype == "auto" || c.compute_dtype == "f32" || c.compute_dtype == "bf16", source,
+      ": compute_dtype: expected auto, f32 or bf16, got '", c.compute_dtype, "'");
+  if (const YAML::Node ids = root["prompt_ids"]) {
+    H2OFLEX_INPUT_CHECK(ids.IsSequence() && ids.size() > 0, source,
+                        ": prompt_ids must be a non-empty list of lists of token ids");
+    for (size_t i = 0; i < ids.size(); ++i) {
+      H2OFLEX_INPUT_CHECK(ids[i].IsSequence() && ids[i].size() > 0, source, ": prompt_ids[", i,
+                          "] must be a non-empty list of token ids");
+      std::vector<int32_t> p;
+      for (size_t j = 0; j < ids[i].size(); ++j) {
+        p.push_back(
+            scalar<int32_t>(ids[i][j], detail::concat("prompt_ids[", i, "][", j, "]"), source));
+      }
+      c.prompt_ids.push_back(std::move(p));
+    }
+    c.batch_size = static_cast<int>(c.prompt_ids.size());
+    c.prompt_len = 0;
+    for (const auto& p : c.prompt_ids) c.prompt_len = std::max<int>(c.prompt_len, p.size());
+  }
+  c.policy = root["policy"];
+  c.hardware = root["hardware"];
+  c.kv_node = root["kv"];
+  c.kv = parse_kv(c.kv_node, c.prompt_len, source);
+  return c;
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  H2OFLEX_INPUT_CHECK(in.good(), "cannot read config file '", path, "'");
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw InputError(detail::concat(path, ": malformed YAML at line ", e.mark.line + 1, ", column ",
+                                    e.mark.column + 1, ": ", e.msg));
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  for (const auto& o : overrides) apply_override(root, o);
+  return parse_run_config(root, path);
+}
+
+bool cpu_has_native_bf16() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#else
+  return false;
+#endif
+}
+
+ops::ComputeType resolve_compute_type(const std::string& compute_dtype) {
+  if (compute_dtype == "f32") return ops::ComputeType::F32;
+  if (compute_dtype == "bf16") return ops::ComputeType::BF16;
+  return cpu_has_native_bf16() ? ops::ComputeType::BF16 : ops::ComputeType::F32;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,46 @@
+// A run configuration (YAML): which model, what workload, which policy, which KV rule.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/eviction.h"
+#include "runtime/ops/op_types.h"
+
+namespace h2oflex {
+
+struct RunConfig {
+  std::string source;  // file the config came from (for messages)
+  std::string name;    // optional label
+  std::string model;   // an OPT name ("opt-1.3b") or a Hugging Face directory
+  bool dummy = true;   // seeded random weights instead of a checkpoint
+  int prompt_len = 32;
+  int gen_len = 8;
+  int batch_size = 1;
+  std::string compute_dtype = "auto";  // auto | f32 | bf16
+  uint64_t seed = 1;
+  std::vector<std::vector<int32_t>> prompt_ids;  // explicit prompts (lengths may differ)
+  float temperature = 0.0f;                      // 0 = greedy
+  float top_p = 1.0f;
+  bool stop_at_eos = false;  // throughput runs generate gen_len tokens, as FlexGen does
+  EvictionRule kv;           // kv: section, resolved against prompt_len
+  YAML::Node policy;         // policy: section (absent = everything in RAM, plain batch_size)
+  YAML::Node hardware;       // hardware: section
+  YAML::Node kv_node;        // kv: section as written
+};
+
+// Parses a YAML document; `overrides` are "dotted.key=value" strings applied first.
+// Unknown keys, wrong types and out-of-range values throw InputError naming the key.
+RunConfig parse_run_config(const YAML::Node& root, const std::string& source);
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides);
+void apply_override(YAML::Node& root, const std::string& assignment);
+
+// Resolves compute_dtype "auto": bf16 where the CPU has native bf16 matrix instructions
+// (AMX or AVX512-BF16), else f32.
+ops::ComputeType resolve_compute_type(const std::string& compute_dtype);
+bool cpu_has_native_bf16();
+
+}  // namespace h2oflex
