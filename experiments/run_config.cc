@@ -166,9 +166,10 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
     c.prompt_len = 0;
     for (const auto& p : c.prompt_ids) c.prompt_len = std::max<int>(c.prompt_len, p.size());
   }
-  c.policy = root["policy"];
-  c.hardware = root["hardware"];
-  c.kv_node = root["kv"];
+  // Absent keys yield invalid yaml-cpp nodes, which must not be assigned.
+  if (root["policy"]) c.policy = root["policy"];
+  if (root["hardware"]) c.hardware = root["hardware"];
+  if (root["kv"]) c.kv_node = root["kv"];
   c.kv = parse_kv(c.kv_node, c.prompt_len, source);
   return c;
 }
