@@ -41,7 +41,7 @@ void check_keys(const YAML::Node& node, const std::set<std::string>& allowed,
 
 EvictionRule parse_kv(const YAML::Node& kv, int prompt_len, const std::string& source) {
   EvictionRule rule;
-  if (!kv) return rule;
+  if (!kv || kv.IsNull()) return rule;
   check_keys(
       kv, {"policy", "heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens", "sink_tokens"},
       "kv", source);
