@@ -1,0 +1,53 @@
+// The block-schedule pipeline (FlexGen's zig-zag order) over memory tiers.
+//
+// A block of gpu_batch_size × num_gpu_batches sequences shares one pass of the weights per layer.
+// For each step, for each layer unit (input embedding, decoder layers, output head), for each GPU
+// batch: prefetch the next unit's weights (once per block) and the next batch's KV slots on their
+// own queues, compute, then store only what changed back to the KV home tier — all overlapped
+// with compute when `overlap` is on. Weights, KV and activations stay in their home tiers; on a
+// CPU-only build host-resident data is computed on in place and only disk-resident data is
+// staged through double-buffered workspaces in the device arena.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/opt/opt_model.h"
+#include "offload/transfer/transfer_engine.h"
+#include "policy/eviction.h"
+#include "policy/placement.h"
+#include "runtime/engine/generator.h"
+
+namespace h2oflex {
+
+struct PipelineSpec {
+  OptConfig cfg;
+  WeightProducer producer;
+  policy::Policy policy;
+  policy::HardwareLimits limits;  // 0 budget = unlimited; disk_path needed when disk is used
+  GenerateOptions gen;            // gen_len, compute, kv_dtype, eviction, sampling
+  std::vector<std::vector<int32_t>> prompts;  // exactly policy.block_size() of them
+  int projected_steps = 0;                    // > 0: time this many decode steps and extrapolate
+  bool progress = false;                      // progress line on stderr
+};
+
+struct StageBusy {
+  double compute = 0, weight_load = 0, cache_load = 0, cache_store = 0;
+};
+
+struct PipelineResult {
+  std::vector<std::vector<int32_t>> tokens;
+  double prefill_s = 0, decode_s = 0;
+  bool projected = false;
+  int decode_steps_run = 0;
+  std::map<std::string, uint64_t> peak_bytes;     // per tier name
+  std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
+  std::vector<TransferRecord> bytes_moved;
+  std::map<std::string, StageBusy> stage_busy_s;  // "prefill", "decode"
+  uint64_t kv_bytes_per_tier[3] = {0, 0, 0};      // KV home bytes on device, host, disk
+};
+
+PipelineResult run_pipeline(const PipelineSpec& spec);
+
+}  // namespace h2oflex
