@@ -1,0 +1,97 @@
+// Chunked, pipelined disk reads and writes on one io_uring ring.
+//
+// A transfer is split into chunks (default 1 MiB) and up to queue_depth of them are in flight at
+// once. Short transfers and -EAGAIN are resubmitted for the remainder; any other error stops new
+// submissions, waits for the ones in flight (so the caller's buffer is no longer touched) and
+// throws IoError naming the file, offset, length and errno text. Buffers that lie inside a
+// registered region use the fixed-buffer opcodes. One engine serves one thread at a time (calls
+// are serialized); give each queue its own engine.
+#pragma once
+
+#include <liburing.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "offload/io/disk_file.h"
+
+namespace h2oflex {
+
+struct IoEngineOptions {
+  size_t chunk_bytes = 1 << 20;
+  unsigned queue_depth = 32;
+  // A kernel thread polls the submission queue: saves syscalls but keeps a core busy.
+  bool sqpoll = false;
+  // Slots in the sparse fixed-buffer table.
+  unsigned registered_slots = 256;
+};
+
+// What one submitted request was, as shown to a fault hook.
+struct IoRequestInfo {
+  uint64_t sequence;  // 0-based, counts every submission of this engine including resubmits
+  bool is_write;
+  const DiskFile* file;
+  uint64_t offset;
+  size_t length;
+};
+
+// The injectable I/O layer: sees every completion and may replace its result (a negative errno
+// or a byte count), e.g. to inject EIO on the Nth request, ENOSPC on writes or a short read.
+class IoFaultHook {
+ public:
+  virtual ~IoFaultHook() = default;
+  virtual int on_complete(const IoRequestInfo& request, int result) = 0;
+};
+
+class IoEngine {
+ public:
+  explicit IoEngine(IoEngineOptions options = {});
+  ~IoEngine();
+  IoEngine(const IoEngine&) = delete;
+  IoEngine& operator=(const IoEngine&) = delete;
+
+  // Reads exactly `length` bytes; reaching end of file is an IoError. On a direct file, offset,
+  // length and buffer must respect the file's alignment (InternalError otherwise).
+  void read(const DiskFile& file, uint64_t offset, void* buffer, size_t length);
+  // Reads up to `length` bytes, stopping at end of file; returns the bytes read.
+  size_t read_upto(const DiskFile& file, uint64_t offset, void* buffer, size_t length);
+  // Writes exactly `length` bytes (same alignment rules as read).
+  void write(const DiskFile& file, uint64_t offset, const void* buffer, size_t length);
+
+  // Registers [ptr, ptr + bytes) as fixed buffers (split into pieces of at most 1 GiB). Returns
+  // false when the kernel refuses (e.g. memlock limit): I/O then uses the ordinary opcodes.
+  bool register_buffer(void* ptr, size_t bytes);
+  void unregister_buffer(void* ptr);
+
+  void set_fault_hook(std::shared_ptr<IoFaultHook> hook);
+  const IoEngineOptions& options() const { return options_; }
+  uint64_t requests_submitted() const { return sequence_; }
+  uint64_t fixed_requests_submitted() const { return fixed_requests_; }
+
+ private:
+  struct Region {
+    char* begin;
+    size_t bytes;
+    unsigned slot;
+    void* owner;  // the pointer passed to register_buffer
+  };
+  size_t run(bool is_write, const DiskFile& file, uint64_t offset, char* buffer, size_t length,
+             bool eof_is_error);
+  int fixed_slot_for(const char* ptr, size_t length) const;
+
+  IoEngineOptions options_;
+  io_uring ring_{};
+  std::mutex mutex_;  // one transfer at a time
+  std::mutex regions_mutex_;
+  std::vector<Region> regions_;
+  std::vector<bool> slot_used_;
+  bool fixed_table_ = false;
+  std::shared_ptr<IoFaultHook> hook_;
+  uint64_t sequence_ = 0;
+  uint64_t fixed_requests_ = 0;
+};
+
+}  // namespace h2oflex

@@ -1,0 +1,130 @@
+#include "offload/tiers/memory_tier.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "offload/byte_size.h"
+
+namespace h2oflex {
+
+void MemoryTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  H2OFLEX_CHECK(is_host_addressable(), "tier '", name(), "' must override copy_from_host");
+  std::memcpy(dst, host_src, bytes);
+}
+
+void MemoryTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  H2OFLEX_CHECK(is_host_addressable(), "tier '", name(), "' must override copy_to_host");
+  std::memcpy(host_dst, src, bytes);
+}
+
+CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment)
+    : MemoryTier(TierKind::Device, "device", budget, alignment) {}
+
+CpuDeviceTier::~CpuDeviceTier() {
+  for (auto& [ptr, bytes] : sizes_) std::free(ptr);
+}
+
+void* CpuDeviceTier::allocate(size_t bytes, std::string_view what) {
+  const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
+  charge(rounded, what);
+  void* ptr = std::aligned_alloc(alignment(), rounded);
+  if (ptr == nullptr) {
+    discharge(rounded);
+    throw std::bad_alloc();
+  }
+  std::lock_guard lock(mutex_);
+  sizes_.emplace(ptr, rounded);
+  return ptr;
+}
+
+void CpuDeviceTier::free(void* ptr) {
+  if (ptr == nullptr) return;
+  uint64_t bytes = 0;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = sizes_.find(ptr);
+    H2OFLEX_CHECK(it != sizes_.end(), "tier 'device': free of an unknown pointer");
+    bytes = it->second;
+    sizes_.erase(it);
+  }
+  std::free(ptr);
+  discharge(bytes);
+}
+
+HostTier::HostTier(uint64_t budget) : MemoryTier(TierKind::Host, "host", budget, 4096) {}
+
+HostTier::~HostTier() {
+  for (auto& [ptr, m] : mappings_) {
+    if (m.pinned) {
+      for (PinListener* l : listeners_) l->unregister_pinned(ptr, m.bytes);
+    }
+    munmap(ptr, m.bytes);
+  }
+}
+
+void* HostTier::map(size_t bytes, bool pinned, std::string_view what) {
+  const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
+  charge(rounded, what);
+  void* ptr = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ptr == MAP_FAILED) {
+    const int err = errno;
+    discharge(rounded);
+    throw std::runtime_error(detail::concat("tier 'host': mmap of ", describe_bytes(rounded),
+                                            " failed: ", std::strerror(err)));
+  }
+  std::lock_guard lock(mutex_);
+  mappings_.emplace(ptr, Mapping{rounded, pinned});
+  if (pinned) {
+    for (PinListener* l : listeners_) l->register_pinned(ptr, rounded);
+  }
+  return ptr;
+}
+
+void* HostTier::allocate(size_t bytes, std::string_view what) {
+  return map(bytes, false, what);
+}
+
+void* HostTier::allocate_pinned(size_t bytes, std::string_view what) {
+  return map(bytes, true, what);
+}
+
+void HostTier::free(void* ptr) {
+  if (ptr == nullptr) return;
+  Mapping m{};
+  {
+    std::lock_guard lock(mutex_);
+    auto it = mappings_.find(ptr);
+    H2OFLEX_CHECK(it != mappings_.end(), "tier 'host': free of an unknown pointer");
+    m = it->second;
+    mappings_.erase(it);
+    if (m.pinned) {
+      for (PinListener* l : listeners_) l->unregister_pinned(ptr, m.bytes);
+    }
+  }
+  munmap(ptr, m.bytes);
+  discharge(m.bytes);
+}
+
+void HostTier::add_pin_listener(PinListener* listener) {
+  std::lock_guard lock(mutex_);
+  listeners_.push_back(listener);
+  for (auto& [ptr, m] : mappings_) {
+    if (m.pinned) listener->register_pinned(ptr, m.bytes);
+  }
+}
+
+void HostTier::remove_pin_listener(PinListener* listener) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find(listeners_.begin(), listeners_.end(), listener);
+  if (it == listeners_.end()) return;
+  listeners_.erase(it);
+  for (auto& [ptr, m] : mappings_) {
+    if (m.pinned) listener->unregister_pinned(ptr, m.bytes);
+  }
+}
+
+}  // namespace h2oflex

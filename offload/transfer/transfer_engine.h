@@ -1,0 +1,154 @@
+// Asynchronous copies between tiers on independent, named queues.
+//
+// Each queue has one worker thread (blocking, never spinning), its own io_uring engine and its
+// own bounce buffer, so a cache store never waits behind a weight load. copy() returns a handle;
+// wait() blocks until that copy is done and rethrows its error. Bytes moved are counted per
+// (phase, kind, source tier, destination tier), and each queue's busy time is recorded so that a
+// run can tell whether it was I/O-bound.
+#pragma once
+
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "offload/io/aligned_buffer.h"
+#include "offload/io/io_engine.h"
+#include "offload/transfer/location.h"
+
+namespace h2oflex {
+
+enum class QueueId : uint8_t { WeightLoad, CacheLoad, CacheStore, Activation };
+inline constexpr size_t kQueueCount = 4;
+// "weight_load", "cache_load", "cache_store", "activation".
+std::string_view queue_name(QueueId q);
+
+enum class DataKind : uint8_t { Weight, Kv, Activation };
+// "weight", "kv", "activation".
+std::string_view data_kind_name(DataKind k);
+
+// What a copy is, for the byte counters.
+struct TransferTag {
+  std::string phase;  // "prefill", "decode", "load", ...
+  DataKind kind = DataKind::Weight;
+};
+
+struct TransferRecord {
+  std::string phase;
+  DataKind kind;
+  TierKind src;
+  TierKind dst;
+  uint64_t bytes;
+  uint64_t copies;
+};
+
+// Completion handle of one copy. Copyable; an empty handle counts as done.
+class TransferHandle {
+ public:
+  TransferHandle() = default;
+  bool done() const;
+  // Blocks until the copy finished; rethrows its error (every waiter sees it).
+  void wait() const;
+
+ private:
+  friend class TransferEngine;
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+    std::exception_ptr error;
+  };
+  std::shared_ptr<State> state_;
+};
+
+struct TransferEngineOptions {
+  IoEngineOptions io;                     // per queue
+  size_t bounce_bytes = size_t{8} << 20;  // per queue, for unaligned and staged copies
+};
+
+class TransferEngine : private PinListener {
+ public:
+  explicit TransferEngine(TransferEngineOptions options = {});
+  // Finishes queued work, then stops the workers. Detaches from pinned host tiers.
+  ~TransferEngine() override;
+  TransferEngine(const TransferEngine&) = delete;
+  TransferEngine& operator=(const TransferEngine&) = delete;
+
+  // Queues a copy of `bytes` from `src` to `dst`. `then` (optional) runs on the queue's worker
+  // after the copy succeeded; an exception from it becomes the copy's error.
+  TransferHandle copy(QueueId queue, const Location& src, const Location& dst, uint64_t bytes,
+                      TransferTag tag, std::function<void()> then = {});
+  void wait(const TransferHandle& handle) const { handle.wait(); }
+  // Runs a copy on the calling thread (its own io engine), counted like the others.
+  void copy_sync(const Location& src, const Location& dst, uint64_t bytes, TransferTag tag);
+  // Blocks until everything queued so far on `queue` (or on every queue) has run. Errors stay
+  // with the handles.
+  void drain(QueueId queue);
+  void drain_all();
+
+  std::vector<TransferRecord> counters() const;
+  // Total bytes for one (phase, kind, src, dst); 0 if none.
+  uint64_t bytes_moved(std::string_view phase, DataKind kind, TierKind src, TierKind dst) const;
+  void reset_counters();
+  // Seconds the queue's worker spent executing copies.
+  double busy_seconds(QueueId queue) const;
+
+  // Registers the tier's pinned buffers (now and later) as io_uring fixed buffers of every queue.
+  void use_pinned_memory(HostTier& host);
+  // The injectable I/O layer for fault tests, installed on every queue's engine.
+  void set_fault_hook(std::shared_ptr<IoFaultHook> hook);
+
+ private:
+  struct Task {
+    Location src, dst;
+    uint64_t bytes;
+    TransferTag tag;
+    std::function<void()> then;
+    std::shared_ptr<TransferHandle::State> state;
+  };
+  struct Queue {
+    std::unique_ptr<IoEngine> io;
+    AlignedBuffer bounce;
+    std::thread worker;
+    std::mutex mutex;
+    std::condition_variable cv;       // work arrived / stop
+    std::condition_variable idle_cv;  // a task finished
+    std::deque<Task> tasks;
+    uint64_t submitted = 0, finished = 0;
+    double busy_s = 0;
+    bool stop = false;
+  };
+  struct Lane {  // what one executing thread needs
+    IoEngine* io;
+    AlignedBuffer* bounce;
+  };
+
+  void worker_loop(Queue& q);
+  void execute(Lane lane, const Location& src, const Location& dst, uint64_t bytes);
+  void count(const TransferTag& tag, TierKind src, TierKind dst, uint64_t bytes);
+  void register_pinned(void* ptr, size_t bytes) override;
+  void unregister_pinned(void* ptr, size_t bytes) override;
+
+  TransferEngineOptions options_;
+  std::array<std::unique_ptr<Queue>, kQueueCount> queues_;
+  std::mutex sync_mutex_;
+  std::unique_ptr<IoEngine> sync_io_;
+  AlignedBuffer sync_bounce_;
+  mutable std::mutex counters_mutex_;
+  std::map<std::tuple<std::string, DataKind, TierKind, TierKind>, std::pair<uint64_t, uint64_t>>
+      counters_;
+  std::mutex hosts_mutex_;
+  std::vector<HostTier*> pinned_hosts_;
+};
+
+}  // namespace h2oflex

@@ -1,0 +1,38 @@
+#include "offload/weights/placement.h"
+
+#include <cmath>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+std::vector<TierKind> assign_home_tiers(std::span<const uint64_t> sizes, const TierShares& shares) {
+  H2OFLEX_INPUT_CHECK(shares.device >= 0 && shares.host >= 0 && shares.disk >= 0,
+                      "weight percentages must not be negative (device ", shares.device, ", host ",
+                      shares.host, ", disk ", shares.disk, ")");
+  const double sum = shares.device + shares.host + shares.disk;
+  H2OFLEX_INPUT_CHECK(std::fabs(sum - 100.0) < 1e-6, "weight percentages must sum to 100, got ",
+                      sum, " (device ", shares.device, ", host ", shares.host, ", disk ",
+                      shares.disk, ")");
+  long double total = 0;
+  for (uint64_t s : sizes) total += s;
+  const long double device_end = shares.device / 100.0L;
+  const long double host_end = (shares.device + shares.host) / 100.0L;
+  std::vector<TierKind> homes;
+  homes.reserve(sizes.size());
+  long double before = 0;
+  for (uint64_t s : sizes) {
+    const long double mid = total > 0 ? (before + s / 2.0L) / total : 0;
+    before += s;
+    if (mid < device_end) {
+      homes.push_back(TierKind::Device);
+    } else if (mid < host_end) {
+      homes.push_back(TierKind::Host);
+    } else {
+      homes.push_back(TierKind::Disk);
+    }
+  }
+  return homes;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "offload/tiers/disk_tier.h"
+#include "offload/tiers/memory_tier.h"
+#include "tests/offload/test_support.h"
+
+namespace h2oflex {
+namespace {
+
+using testing_support::TempDir;
+
+void expect_budget_error(const std::function<void()>& f, const std::string& tier,
+                         const std::string& request, const std::string& budget) {
+  try {
+    f();
+    ADD_FAILURE() << "no budget error";
+  } catch (const TierBudgetError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("tier '" + tier + "'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(request), std::string::npos) << msg;
+    EXPECT_NE(msg.find(budget), std::string::npos) << msg;
+    EXPECT_NE(msg.find("in use"), std::string::npos) << msg;
+  }
+}
+
+TEST(Tiers, NamesRoundTrip) {
+  for (TierKind k : {TierKind::Device, TierKind::Host, TierKind::Disk}) {
+    EXPECT_EQ(parse_tier_kind(tier_kind_name(k)), k);
+  }
+  EXPECT_EQ(tier_kind_name(TierKind::Device), "device");
+  EXPECT_THROW(parse_tier_kind("gpu0"), InputError);
+}
+
+TEST(Tiers, DeviceArenaBudgetUsageAndPeak) {
+  CpuDeviceTier device(1 << 20);
+  EXPECT_EQ(device.name(), "device");
+  EXPECT_TRUE(device.is_host_addressable());
+  void* a = device.allocate(100000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % device.alignment(), 0u);
+  std::memset(a, 1, 100000);
+  EXPECT_EQ(device.used(), device.round_up(100000));
+  void* b = device.allocate(500000);
+  const uint64_t both = device.used();
+  device.free(a);
+  EXPECT_EQ(device.used(), device.round_up(500000));
+  EXPECT_EQ(device.peak(), both);
+  expect_budget_error([&] { device.allocate(600000, "kv cache"); }, "device", "602112 bytes",
+                      "1048576 bytes");
+  EXPECT_EQ(device.used(), device.round_up(500000));  // a refused allocation charges nothing
+  device.free(b);
+  EXPECT_EQ(device.used(), 0u);
+}
+
+TEST(Tiers, HostTierIsPageAlignedMmapAndAnnouncesPinnedBuffers) {
+  struct Recorder : PinListener {
+    std::vector<std::pair<void*, size_t>> pinned;
+    int unpinned = 0;
+    void register_pinned(void* p, size_t n) override { pinned.emplace_back(p, n); }
+    void unregister_pinned(void*, size_t) override { ++unpinned; }
+  } recorder;
+  HostTier host(8 << 20);
+  void* early = host.allocate_pinned(4096);
+  host.add_pin_listener(&recorder);
+  ASSERT_EQ(recorder.pinned.size(), 1u);  // existing pinned buffers are announced
+  void* plain = host.allocate(10);
+  EXPECT_EQ(recorder.pinned.size(), 1u);  // plain allocations are not
+  void* staging = host.allocate_pinned(1 << 20);
+  ASSERT_EQ(recorder.pinned.size(), 2u);
+  EXPECT_EQ(recorder.pinned[1].first, staging);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(plain) % 4096, 0u);
+  host.free(staging);
+  EXPECT_EQ(recorder.unpinned, 1);
+  expect_budget_error([&] { host.allocate(9 << 20); }, "host", "9437184 bytes", "8388608 bytes");
+  host.remove_pin_listener(&recorder);
+  host.free(early);
+  host.free(plain);
+  EXPECT_EQ(host.used(), 0u);
+  EXPECT_EQ(host.peak(), 4096u + 4096u + (1 << 20));
+}
+
+TEST(Tiers, DiskTierAllocatesAlignedRangesReusesFreedOnesAndLeavesNoFile) {
+  TempDir dir;
+  {
+    DiskTier disk(dir.path(), 1 << 20);
+    EXPECT_EQ(dir.entries(), 0u);  // the backing file is unlinked once open
+    EXPECT_FALSE(disk.is_host_addressable());
+    EXPECT_GE(disk.alignment(), 4096u);
+    const uint64_t a = disk.allocate(10);
+    const uint64_t b = disk.allocate(5000);
+    const uint64_t c = disk.allocate(4096);
+    for (uint64_t off : {a, b, c}) EXPECT_EQ(off % disk.alignment(), 0u);
+    EXPECT_NE(a, b);
+    EXPECT_GE(b, a + 10);
+    EXPECT_GE(c, b + 5000);
+    EXPECT_EQ(disk.used(), 4096u + 8192u + 4096u);
+    disk.free(b);
+    EXPECT_EQ(disk.allocate(8000), b);  // first fit reuses the hole
+    expect_budget_error([&] { disk.allocate(2 << 20); }, "disk", "2097152 bytes", "1048576 bytes");
+    disk.free(a);
+    disk.free(b);
+    disk.free(c);
+    EXPECT_EQ(disk.used(), 0u);
+    EXPECT_EQ(disk.file().size(), 0u);  // freed tail returned to the file system
+  }
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
+}  // namespace
+}  // namespace h2oflex

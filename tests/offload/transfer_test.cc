@@ -1,0 +1,190 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "offload/transfer/transfer_engine.h"
+#include "tests/offload/test_support.h"
+
+namespace h2oflex {
+namespace {
+
+using testing_support::pread_buffered;
+using testing_support::pwrite_buffered;
+using testing_support::random_bytes;
+using testing_support::TempDir;
+
+// Owns a region of `bytes` in one tier and gives independent (non-engine) access to its bytes.
+class Region {
+ public:
+  Region(TierKind kind, CpuDeviceTier& device, HostTier& host, DiskTier& disk, uint64_t bytes)
+      : kind_(kind), device_(device), host_(host), disk_(disk), bytes_(bytes) {
+    if (kind == TierKind::Device) {
+      ptr_ = device.allocate(bytes);
+    } else if (kind == TierKind::Host) {
+      ptr_ = host.allocate_pinned(bytes);
+    } else {
+      offset_ = disk.allocate(bytes);
+    }
+  }
+  ~Region() {
+    if (kind_ == TierKind::Device) device_.free(ptr_);
+    if (kind_ == TierKind::Host) host_.free(ptr_);
+    if (kind_ == TierKind::Disk) disk_.free(offset_);
+  }
+  Location at(uint64_t off) const {
+    if (kind_ == TierKind::Disk) return Location::on_disk(disk_, offset_ + off);
+    MemoryTier& t = kind_ == TierKind::Device ? static_cast<MemoryTier&>(device_) : host_;
+    return Location::in_memory(t, static_cast<char*>(ptr_) + off);
+  }
+  void fill(const std::vector<unsigned char>& data) {
+    if (kind_ == TierKind::Disk) {
+      pwrite_buffered(disk_.file().fd(), offset_, data.data(), data.size());
+    } else {
+      std::memcpy(ptr_, data.data(), data.size());
+    }
+  }
+  std::vector<unsigned char> contents() const {
+    if (kind_ == TierKind::Disk) return pread_buffered(disk_.file().fd(), offset_, bytes_);
+    const auto* p = static_cast<const unsigned char*>(ptr_);
+    return {p, p + bytes_};
+  }
+
+ private:
+  TierKind kind_;
+  CpuDeviceTier& device_;
+  HostTier& host_;
+  DiskTier& disk_;
+  uint64_t bytes_;
+  void* ptr_ = nullptr;
+  uint64_t offset_ = 0;
+};
+
+class TransferRoundTrip : public ::testing::TestWithParam<std::tuple<TierKind, TierKind>> {};
+
+TEST_P(TransferRoundTrip, EveryPairAlignedAndUnalignedSmallAndMultiChunk) {
+  const auto [src_kind, dst_kind] = GetParam();
+  TempDir dir;
+  CpuDeviceTier device(64 << 20);
+  HostTier host(64 << 20);
+  DiskTier disk(dir.path(), 64 << 20);
+  TransferEngineOptions options;
+  options.io.chunk_bytes = 64 << 10;  // several chunks in flight even for small files
+  options.io.queue_depth = 8;
+  options.bounce_bytes = 256 << 10;  // staged copies take several pieces
+  TransferEngine engine(options);
+  engine.use_pinned_memory(host);
+
+  struct Case {
+    uint64_t bytes, src_off, dst_off;
+  };
+  const Case cases[] = {{1, 0, 0},
+                        {4095, 0, 0},
+                        {4096, 0, 0},
+                        {4096, 1, 4095},
+                        {100, 4000, 9000},
+                        {(3 << 20), 0, 0},
+                        {(1 << 20) + 123, 4096, 17},
+                        {(1 << 20) + 123, 5, 5},
+                        {(2 << 20) - 7, 8191, 3}};
+  uint64_t seed = 1;
+  uint64_t total = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << "bytes " << c.bytes << " src_off " << c.src_off << " dst_off " << c.dst_off);
+    const uint64_t region = c.bytes + 2 * 8192 + 16;
+    Region src(src_kind, device, host, disk, region);
+    Region dst(dst_kind, device, host, disk, region);
+    const auto src_data = random_bytes(region, seed++);
+    const auto dst_data = random_bytes(region, seed++);
+    src.fill(src_data);
+    dst.fill(dst_data);
+    TransferHandle h = engine.copy(QueueId::CacheStore, src.at(c.src_off), dst.at(c.dst_off),
+                                   c.bytes, {"decode", DataKind::Kv});
+    engine.wait(h);
+    EXPECT_TRUE(h.done());
+    // Expected: the destination's old bytes, with the copied range replaced.
+    auto expected = dst_data;
+    std::memcpy(expected.data() + c.dst_off, src_data.data() + c.src_off, c.bytes);
+    const auto got = dst.contents();
+    ASSERT_EQ(got.size(), expected.size());
+    ASSERT_TRUE(got == expected);
+    total += c.bytes;
+  }
+  EXPECT_EQ(engine.bytes_moved("decode", DataKind::Kv, src_kind, dst_kind), total);
+  EXPECT_GT(engine.busy_seconds(QueueId::CacheStore), 0.0);
+  EXPECT_EQ(engine.busy_seconds(QueueId::WeightLoad), 0.0);
+  EXPECT_EQ(device.used(), 0u);
+  EXPECT_EQ(disk.used(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTierPairs, TransferRoundTrip,
+    ::testing::Combine(::testing::Values(TierKind::Device, TierKind::Host, TierKind::Disk),
+                       ::testing::Values(TierKind::Device, TierKind::Host, TierKind::Disk)),
+    [](const auto& info) {
+      return std::string(tier_kind_name(std::get<0>(info.param))) + "_to_" +
+             std::string(tier_kind_name(std::get<1>(info.param)));
+    });
+
+TEST(TransferEngine, QueuesRunConcurrentlyAndCountersAreKeyed) {
+  TempDir dir;
+  HostTier host(64 << 20);
+  DiskTier disk(dir.path(), 64 << 20);
+  TransferEngine engine;
+  engine.use_pinned_memory(host);
+  const size_t n = 4 << 20;
+  char* a = static_cast<char*>(host.allocate_pinned(n));
+  char* b = static_cast<char*>(host.allocate(n));
+  const auto data = random_bytes(n, 9);
+  std::memcpy(a, data.data(), n);
+  const uint64_t off = disk.allocate(n);
+  std::vector<TransferHandle> handles;
+  handles.push_back(engine.copy(QueueId::CacheStore, Location::in_memory(host, a),
+                                Location::on_disk(disk, off), n, {"prefill", DataKind::Kv}));
+  handles.push_back(engine.copy(QueueId::Activation, Location::in_memory(host, a),
+                                Location::in_memory(host, b), n,
+                                {"prefill", DataKind::Activation}));
+  for (auto& h : handles) engine.wait(h);
+  engine.copy_sync(Location::on_disk(disk, off), Location::in_memory(host, b), n,
+                   {"decode", DataKind::Kv});
+  EXPECT_EQ(std::memcmp(b, data.data(), n), 0);
+  engine.drain_all();
+  const auto records = engine.counters();
+  ASSERT_EQ(records.size(), 3u);
+  uint64_t sum = 0;
+  for (const auto& r : records) sum += r.bytes;
+  EXPECT_EQ(sum, 3 * n);
+  EXPECT_EQ(engine.bytes_moved("prefill", DataKind::Kv, TierKind::Host, TierKind::Disk), n);
+  EXPECT_EQ(engine.bytes_moved("decode", DataKind::Kv, TierKind::Disk, TierKind::Host), n);
+  EXPECT_EQ(engine.bytes_moved("decode", DataKind::Kv, TierKind::Host, TierKind::Disk), 0u);
+  engine.reset_counters();
+  EXPECT_TRUE(engine.counters().empty());
+  host.free(a);
+  host.free(b);
+  disk.free(off);
+}
+
+TEST(TransferEngine, ManyQueuedCopiesCompleteInOrderPerQueue) {
+  HostTier host(16 << 20);
+  TransferEngine engine;
+  char* buf = static_cast<char*>(host.allocate(1 << 20));
+  std::vector<int> order;
+  std::mutex m;
+  std::vector<TransferHandle> handles;
+  for (int i = 0; i < 50; ++i) {
+    handles.push_back(engine.copy(QueueId::WeightLoad, Location::in_memory(host, buf),
+                                  Location::in_memory(host, buf + 4096), 1000,
+                                  {"load", DataKind::Weight}, [&, i] {
+                                    std::lock_guard lock(m);
+                                    order.push_back(i);
+                                  }));
+  }
+  engine.drain(QueueId::WeightLoad);
+  for (auto& h : handles) EXPECT_TRUE(h.done());
+  ASSERT_EQ(order.size(), 50u);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(order[i], i);
+  host.free(buf);
+}
+
+}  // namespace
+}  // namespace h2oflex
