@@ -6,8 +6,10 @@
 
 #include "experiments/model_source.h"
 #include "experiments/sha256.h"
+#include "policy/placement.h"
 #include "runtime/core/rng.h"
 #include "runtime/engine/generator.h"
+#include "runtime/engine/pipeline.h"
 
 namespace h2oflex {
 
@@ -66,7 +68,6 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
                       c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ", cfg.name, "'s ",
                       cfg.max_positions, " positions");
   std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
-  OptWeights weights = load_opt_weights(cfg, wdtype, src.producer);
 
   GenerateOptions opt;
   opt.gen_len = c.gen_len;
@@ -77,13 +78,71 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   opt.temperature = c.temperature;
   opt.top_p = c.top_p;
   opt.seed = c.seed;
-  std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
-               c.prompt_len, c.gen_len);
-  GenerateOutput out = generate_in_ram(cfg, weights, prompts, opt);
+
+  nlohmann::json r;
+  GenerateOutput out;
+  double peak_device = 0;
+  if (c.policy) {
+    // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
+    PipelineSpec spec;
+    spec.cfg = cfg;
+    spec.producer = src.producer;
+    spec.policy = policy::parse_policy(c.policy, "policy");
+    if (c.hardware) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
+    spec.gen = opt;
+    spec.projected_steps = c.projected_steps;
+    spec.progress = true;
+    if (c.prompt_ids.empty()) {
+      RunConfig block = c;
+      block.batch_size = spec.policy.block_size();
+      prompts = seeded_prompts(block, cfg.vocab);
+    }
+    H2OFLEX_INPUT_CHECK(static_cast<int>(prompts.size()) == spec.policy.block_size(), c.source,
+                        ": ", prompts.size(), " prompts but the policy's block is ",
+                        spec.policy.gpu_batch_size, " x ", spec.policy.num_gpu_batches);
+    spec.prompts = prompts;
+    std::fprintf(stderr, "generating: block %d x %d, prompt %d, gen %d, policy %s ...\n",
+                 spec.policy.gpu_batch_size, spec.policy.num_gpu_batches, c.prompt_len, c.gen_len,
+                 spec.policy.summary().c_str());
+    PipelineResult pr = run_pipeline(spec);
+    out.tokens = pr.tokens;
+    out.prefill_s = pr.prefill_s;
+    out.decode_s = pr.decode_s;
+    peak_device = static_cast<double>(pr.peak_bytes["device"]);
+    r["projected"] = pr.projected;
+    r["decode_steps_run"] = pr.decode_steps_run;
+    r["peak_bytes"] = pr.peak_bytes;
+    r["planned_bytes"] = pr.planned_bytes;
+    nlohmann::json moved = nlohmann::json::array();
+    for (const auto& m : pr.bytes_moved) {
+      moved.push_back({{"phase", m.phase},
+                       {"kind", std::string(data_kind_name(m.kind))},
+                       {"src", std::string(tier_kind_name(m.src))},
+                       {"dst", std::string(tier_kind_name(m.dst))},
+                       {"bytes", m.bytes}});
+    }
+    r["bytes_moved"] = moved;
+    for (const auto& [phase, b] : pr.stage_busy_s) {
+      r["stage_busy_s"][phase] = {{"compute", b.compute},
+                                  {"weight_load", b.weight_load},
+                                  {"cache_load", b.cache_load},
+                                  {"cache_store", b.cache_store}};
+    }
+    nlohmann::json pj;
+    for (const auto& [k, v] : policy::describe(spec.policy)) {
+      std::visit([&](const auto& x) { pj[k] = x; }, v);
+    }
+    r["policy"] = pj;
+  } else {
+    std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
+                 c.prompt_len, c.gen_len);
+    const OptWeights weights = load_opt_weights(cfg, wdtype, src.producer);
+    out = generate_in_ram(cfg, weights, prompts, opt);
+    r["projected"] = false;
+  }
 
   const double batch = static_cast<double>(prompts.size());
   const int capacity = c.kv.capacity(c.prompt_len, c.gen_len);
-  nlohmann::json r;
   r["model"] = cfg.name;
   r["model_source"] = src.description;
   r["compute_dtype"] = ct == ops::ComputeType::BF16 ? "bf16" : "f32";
@@ -94,8 +153,8 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   r["model_bytes"] = static_cast<double>(cfg.parameter_count()) * wbytes;
   r["cache_bytes"] = 2.0 * batch * capacity * cfg.layers * cfg.hidden * wbytes;
   r["hidden_bytes"] = batch * c.prompt_len * cfg.hidden * 4.0;
-  r["peak_device_bytes"] = r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
-  r["projected"] = false;
+  r["peak_device_bytes"] =
+      c.policy ? peak_device : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
   r["prefill"] = phase(out.prefill_s, batch * c.prompt_len);
   r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
   r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);

@@ -141,6 +141,10 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
     c.temperature = scalar<float>(root["temperature"], "temperature", source);
   if (root["top_p"]) c.top_p = scalar<float>(root["top_p"], "top_p", source);
   if (root["stop_at_eos"]) c.stop_at_eos = scalar<bool>(root["stop_at_eos"], "stop_at_eos", source);
+  if (root["projected_steps"]) {
+    c.projected_steps = scalar<int>(root["projected_steps"], "projected_steps", source);
+    H2OFLEX_INPUT_CHECK(c.projected_steps >= 0, source, ": projected_steps must be >= 0");
+  }
   H2OFLEX_INPUT_CHECK(c.prompt_len >= 1, source, ": prompt_len must be >= 1, got ", c.prompt_len);
   H2OFLEX_INPUT_CHECK(c.gen_len >= 1, source, ": gen_len must be >= 1, got ", c.gen_len);
   H2OFLEX_INPUT_CHECK(c.batch_size >= 1, source, ": batch_size must be >= 1, got ", c.batch_size);

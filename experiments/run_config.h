@@ -26,6 +26,7 @@ struct RunConfig {
   float temperature = 0.0f;                      // 0 = greedy
   float top_p = 1.0f;
   bool stop_at_eos = false;  // throughput runs generate gen_len tokens, as FlexGen does
+  int projected_steps = 0;   // > 0: time this many decode steps and extrapolate (flagged)
   EvictionRule kv;           // kv: section, resolved against prompt_len
   YAML::Node policy;         // policy: section (absent = everything in RAM, plain batch_size)
   YAML::Node hardware;       // hardware: section
