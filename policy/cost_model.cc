@@ -1,0 +1,297 @@
+// The formulas follow FlexGen's experimental/cost_model.py (FLEXGEN.md, "Cost model"); the
+// extensions and the reasons for them are commented where they enter.
+#include "policy/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "policy/byte_size.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex::policy {
+
+double ModelShape::layer_params() const {
+  const double h = static_cast<double>(hidden), f = static_cast<double>(ffn);
+  // q, k, v, out with biases; fc1, fc2 with biases; two LayerNorms.
+  return 4 * (h * h + h) + (h * f + f) + (f * h + h) + 4 * h;
+}
+
+double ModelShape::embedding_params() const {
+  const double h = static_cast<double>(hidden);
+  return static_cast<double>(vocab) * h + static_cast<double>(max_positions + 2) * h + 2 * h;
+}
+
+double ModelShape::total_weight_bytes() const {
+  return (static_cast<double>(layers) * layer_params() + embedding_params()) * weight_bytes;
+}
+
+double ModelShape::layer_gemm_flops_per_token() const {
+  const double h = static_cast<double>(hidden), f = static_cast<double>(ffn);
+  return 2 * (4 * h * h + 2 * h * f);  // FlexGen: 8*h1^2 + 4*h1*h2
+}
+
+namespace {
+
+// Everything both halves of the model derive from (model, policy, workload).
+struct Derived {
+  double l, h1, h2, nh, V;
+  double s, n;
+  double gbs, ngb, bls;
+  double wg, wc, wn, cg, cc, cn, hg, hc, hn;
+  double wl;         // bytes of one layer's weights
+  double emb;        // bytes of the embeddings (the LM head is tied to the token embedding)
+  double kv_tok;     // bytes of one token's K and V in one layer
+  double meta_tok;   // bookkeeping bytes per kept token per layer (positions, H2O scores)
+  double score_tok;  // H2O score bytes per kept token per layer (rewritten every step)
+  bool bounded;
+  double budget;    // B (tokens), or s + n for the full cache
+  double slots;     // KV slots allocated per (sequence, layer)
+  double stored_p;  // tokens per sequence written by prefill
+};
+
+Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
+  H2OFLEX_INPUT_CHECK(m.layers > 0 && m.hidden > 0 && m.ffn > 0 && m.heads > 0, "model '", m.name,
+                      "': shape has a zero dimension");
+  H2OFLEX_INPUT_CHECK(w.prompt_len >= 1 && w.gen_len >= 1, "workload: prompt_len ", w.prompt_len,
+                      " and gen_len ", w.gen_len, " must be >= 1");
+  Derived d;
+  d.l = static_cast<double>(m.layers);
+  d.h1 = static_cast<double>(m.hidden);
+  d.h2 = static_cast<double>(m.ffn);
+  d.nh = static_cast<double>(m.heads);
+  d.V = static_cast<double>(m.vocab);
+  d.s = w.prompt_len;
+  d.n = w.gen_len;
+  d.gbs = p.gpu_batch_size;
+  d.ngb = p.num_gpu_batches;
+  d.bls = d.gbs * d.ngb;
+  d.wg = p.w_gpu / 100, d.wc = p.w_cpu / 100, d.wn = std::max(0.0, 1 - d.wg - d.wc);
+  d.cg = p.cache_gpu / 100, d.cc = p.cache_cpu / 100, d.cn = std::max(0.0, 1 - d.cg - d.cc);
+  d.hg = p.act_gpu / 100, d.hc = p.act_cpu / 100, d.hn = std::max(0.0, 1 - d.hg - d.hc);
+  d.wl = m.layer_weight_bytes();
+  d.emb = m.embedding_params() * m.weight_bytes;
+  d.kv_tok = 2 * m.kv_bytes * d.h1;
+  const double full = d.s + d.n;
+  d.bounded = w.kv.bounded() && w.kv.budget(w.prompt_len) < full;
+  d.budget = d.bounded ? w.kv.budget(w.prompt_len) : full;
+  // A bounded cache keeps each slot's position (int32 per head) and, for H2O, its accumulated
+  // score (fp32 per head); the scores change every step, so they are rewritten every step.
+  const bool scored = d.bounded && w.kv.kind == KvPolicy::Kind::H2O;
+  d.meta_tok = d.bounded ? 4 * d.nh * (scored ? 2 : 1) : 0;
+  d.score_tok = scored ? 4 * d.nh : 0;
+  // B slots plus the one the incoming token uses before the eviction decision.
+  d.slots = d.bounded ? std::min(d.budget + 1, full) : full;
+  d.stored_p = std::min(d.s, d.budget);
+  return d;
+}
+
+// Decode context tokens per sequence: what one decode step reads and attends to.
+double decode_context(const Derived& d, DecodeContext ctx) {
+  const double full = ctx == DecodeContext::Mean ? d.s + d.n / 2 : d.s + 1;
+  return d.bounded ? std::min(d.budget, full) : full;
+}
+
+TierBytes max_tiers(const TierBytes& a, const TierBytes& b) {
+  return {std::max(a.device, b.device), std::max(a.host, b.host), std::max(a.disk, b.disk)};
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w) {
+  validate_policy(p);
+  const Derived d = derive(model, p, w);
+  const double ab = model.act_bytes;
+  const double weights_total = d.l * d.wl + d.emb;
+  const double slot_bytes = d.kv_tok + d.meta_tok;
+  const double cache_total = d.l * d.bls * d.slots * slot_bytes;
+  const double hidden_p = ab * d.s * d.h1 * d.bls;  // the block's hidden states in prefill
+  const double hidden_g = ab * d.h1 * d.bls;
+  const bool delegated = p.cpu_cache_compute;
+  const double ctx_all = d.slots;  // attention buffers sized for the largest context
+
+  // Device: homes, a double buffer for the streamed part of a layer's weights (load layer j+1
+  // while computing j), hidden staging for one GPU batch in and out, and the largest
+  // intermediate of one GPU batch (FlexGen sums them; they are not alive at once, so max).
+  const double stream_w = 2 * d.wl * (1 - d.wg);
+  const double inter_p = d.gbs * d.s *
+                         std::max({4 * d.h1 * ab,               // q, k, v + input
+                                   d.nh * d.s * 4 + d.h1 * ab,  // fp32 scores + output
+                                   (d.h2 + d.h1) * ab});        // fc1 + input
+  const double inter_g = d.gbs * std::max({4 * d.h1 * ab, d.nh * ctx_all * 4 + d.h1 * ab,
+                                           (d.h2 + d.h1) * ab, d.V * 4});
+  const double kv_out_p = 2 * d.gbs * d.s * d.kv_tok * (1 - d.cg);  // new KV on its way out
+  const double kv_in_g = delegated ? 0 : 2 * d.gbs * ctx_all * slot_bytes * (1 - d.cg);
+  MemoryEstimate m;
+  m.prefill.device = weights_total * d.wg + cache_total * d.cg + hidden_p * d.hg + stream_w +
+                     2 * ab * d.s * d.h1 * d.gbs * (1 - d.hg) + inter_p + kv_out_p;
+  m.decode.device = weights_total * d.wg + cache_total * d.cg + hidden_g * d.hg + stream_w +
+                    2 * ab * d.h1 * d.gbs * (1 - d.hg) + inter_g + kv_in_g;
+
+  // Host: homes plus staging for what comes from disk (double-buffered weights, KV of one GPU
+  // batch — also the delegated attention's workspace, two of them so the next batch's prefetch
+  // never overwrites the one in use — and hidden states).
+  const double disk_w = 2 * d.wl * d.wn;
+  const double ws_kv_g = 2 * d.gbs * ctx_all * slot_bytes * d.cn;
+  const double scores_g = delegated ? d.gbs * d.nh * ctx_all * 4 * (d.cc + d.cn) : 0;
+  m.prefill.host = weights_total * d.wc + cache_total * d.cc + hidden_p * d.hc + disk_w +
+                   2 * d.gbs * d.s * d.kv_tok * d.cn + 2 * ab * d.s * d.h1 * d.gbs * d.hn;
+  m.decode.host = weights_total * d.wc + cache_total * d.cc + hidden_g * d.hc + disk_w + ws_kv_g +
+                  scores_g + 2 * ab * d.h1 * d.gbs * d.hn;
+
+  m.prefill.disk = weights_total * d.wn + cache_total * d.cn + hidden_p * d.hn;
+  m.decode.disk = weights_total * d.wn + cache_total * d.cn + hidden_g * d.hn;
+  m.peak = max_tiers(m.prefill, m.decode);
+  return m;
+}
+
+CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                           const Workload& w, DecodeContext ctx_kind) {
+  validate_policy(p);
+  const Derived d = derive(model, p, w);
+  const double ab = model.act_bytes;
+  const bool delegated = p.cpu_cache_compute;
+  const bool cpu_hierarchy = hw.compute_device == ComputeDevice::Cpu;
+  const double gemm_tok = model.layer_gemm_flops_per_token();
+  const double off_dev_cache = d.cc + d.cn;  // share of the KV not resident on the device
+
+  CostEstimate e;
+  // ---- prefill, per layer ----
+  {
+    const double cache = d.bls * d.stored_p * (d.kv_tok + d.meta_tok);  // only kept slots
+    const double hid = ab * d.s * d.h1 * d.bls;
+    PhaseTerms& t = e.prefill;
+    t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
+    t.gtoc = cache * off_dev_cache / hw.gtoc_bdw_cache + hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
+    t.dtoc = (d.wl * d.wn + hid * d.hn) / hw.dtoc_bdw;
+    t.ctod = cache * d.cn / hw.ctod_bdw_cache_p + hid * d.hn / hw.ctod_bdw_hidden_p;
+    // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention
+    // (FlexGen counts the full s^2, not the causal half). H2O adds the column sums of the
+    // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1.
+    const double gemm =
+        std::max(d.bls * d.s * gemm_tok / hw.mm_flops_p, d.ngb * d.wl / hw.device_mem_bdw);
+    const double attn_work = 4 * d.s * d.s * d.h1 + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
+    t.comp = gemm + d.bls * attn_work / hw.bmm_flops_p;
+  }
+  // ---- decode, per layer ----
+  const double ctx = decode_context(d, ctx_kind);
+  {
+    const double slot = d.kv_tok + d.meta_tok;
+    const double cache = d.bls * ctx * slot;          // KV read by one step
+    const double new_kv = d.bls * slot;               // the slot one step writes
+    const double scores = d.bls * ctx * d.score_tok;  // H2O scores rewritten every step
+    const double hid = ab * d.h1 * d.bls;
+    const double qkv_out = d.bls * ab * d.h1;  // per tensor, one token
+    PhaseTerms& t = e.decode;
+    t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
+    t.gtoc = hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
+    if (delegated) {
+      // Only q, k, v go to the host and the attention output comes back (FlexGen ignores these).
+      t.gtoc += 3 * qkv_out * off_dev_cache / hw.gtoc_bdw_hidden;
+      t.ctog += qkv_out * off_dev_cache / hw.ctog_bdw;
+    } else {
+      // The off-device KV (and scores) come to the device each step; the new slot goes back.
+      t.ctog += (cache + scores) * off_dev_cache / hw.ctog_bdw;
+      t.gtoc += (new_kv + scores) * off_dev_cache / hw.gtoc_bdw_cache;
+    }
+    t.dtoc = ((cache + scores) * d.cn + hid * d.hn) / hw.dtoc_bdw +
+             d.wl * d.wn / (0.95 * hw.dtoc_bdw);  // FlexGen's 0.95: weight reads are strided
+    t.ctod = ((new_kv + scores) * d.cn + hid * d.hn) / hw.ctod_bdw_g;
+    // Decode GEMMs of a small GPU batch are bound by reading the weights from device memory,
+    // which FlexGen's fit (made on large batches) leaves out; it is what limits OPT-6.7B at
+    // batch 2 on a T4.
+    const double gemm =
+        d.ngb * std::max(d.gbs * gemm_tok / hw.mm_flops_g, d.wl / hw.device_mem_bdw);
+    // Attention over `ctx` tokens: 4*ctx*h1 per sequence (q.K and p.V); a bounded cache adds
+    // its score accumulation and one arg-min over the slots per head (2*nh*ctx, ~1/head_dim).
+    const double attn_work = d.bls * (4 * ctx * d.h1 + (d.bounded ? 2 * d.nh * ctx : 0));
+    double attn = attn_work * d.cg / hw.bmm_flops_g;
+    if (delegated) {
+      attn += attn_work * off_dev_cache / hw.cpu_flops_real(p.gpu_batch_size, model.hidden);
+    } else {
+      attn += attn_work * off_dev_cache / hw.bmm_flops_g;
+    }
+    t.comp = gemm + attn;
+  }
+  // ---- how the schedule combines the terms ----
+  auto combine_prefill = [&](PhaseTerms& t) {
+    if (!p.overlap) return t.ctog + t.gtoc + t.dtoc + t.ctod + t.comp;
+    // On the CPU-only hierarchy host<->"device" copies are memcpy by the computing cores.
+    if (cpu_hierarchy) return std::max({t.dtoc, t.ctod, t.comp + t.ctog + t.gtoc});
+    return std::max({t.ctog + t.dtoc, t.gtoc + t.ctod, t.comp});  // FlexGen
+  };
+  auto combine_decode = [&](PhaseTerms& t) {
+    if (!p.overlap) return t.ctog + t.gtoc + t.dtoc + t.ctod + t.comp;
+    if (cpu_hierarchy) return t.ctog + t.gtoc + std::max({t.dtoc, t.ctod, t.comp});
+    return t.ctog + std::max({t.gtoc, t.dtoc, t.ctod, t.comp});  // FlexGen
+  };
+  auto name_bottleneck = [](PhaseTerms& t) {
+    const std::pair<double, const char*> terms[] = {
+        {t.ctog, "ctog"}, {t.gtoc, "gtoc"}, {t.dtoc, "dtoc"}, {t.ctod, "ctod"}, {t.comp, "comp"}};
+    t.bottleneck = std::max_element(std::begin(terms), std::end(terms))->second;
+  };
+  e.prefill.per_layer = combine_prefill(e.prefill);
+  e.decode.per_layer = combine_decode(e.decode);
+  name_bottleneck(e.prefill);
+  name_bottleneck(e.decode);
+
+  // The LM head and embeddings, once per step (FlexGen's model leaves them out; for small
+  // models the LM head is a large share: OPT-125m's is ~45% of its decoder GEMMs). Prefill
+  // computes logits for the last position only. Their weights move like a layer's.
+  const double head_params = d.V * d.h1;
+  const double emb_move = d.emb * (d.wc + d.wn) / hw.ctog_bdw + d.emb * d.wn / hw.dtoc_bdw;
+  const double head_p = d.bls * 2 * head_params / hw.mm_flops_p + emb_move;
+  const double head_g = d.ngb * std::max(d.gbs * 2 * head_params / hw.mm_flops_g,
+                                         head_params * model.weight_bytes / hw.device_mem_bdw) +
+                        emb_move;
+
+  e.prefill_s = d.l * e.prefill.per_layer + head_p;
+  e.decode_s = (d.n - 1) * (d.l * e.decode.per_layer + head_g);
+  e.total_s = e.prefill_s + e.decode_s;
+  e.prefill_tok_s = d.bls * d.s / e.prefill_s;
+  e.decode_tok_s = d.n > 1 ? d.bls * (d.n - 1) / e.decode_s : 0;
+  e.total_tok_s = d.bls * d.n / e.total_s;
+  const MemoryEstimate mem = estimate_memory(model, p, w);
+  e.peak_prefill = mem.prefill;
+  e.peak_decode = mem.decode;
+  e.peak = mem.peak;
+  e.decode_kv_tokens = static_cast<int>(std::lround(ctx));
+  e.kv_slots = static_cast<int>(d.slots);
+  return e;
+}
+
+TierBytes capacities(const HardwareLimits& limits) {
+  return {static_cast<double>(limits.device_mem), static_cast<double>(limits.host_mem),
+          static_cast<double>(limits.disk_mem)};
+}
+
+TierBytes capacities(const HardwareProfile& hw, double fraction) {
+  return {hw.device_mem * fraction, hw.host_mem * fraction, hw.disk_mem * fraction};
+}
+
+std::string memory_violation(const TierBytes& peak, const TierBytes& cap) {
+  const std::pair<const char*, std::pair<double, double>> tiers[] = {
+      {"device", {peak.device, cap.device}},
+      {"host", {peak.host, cap.host}},
+      {"disk", {peak.disk, cap.disk}}};
+  for (const auto& [name, v] : tiers) {
+    if (v.second > 0 && v.first > v.second) {
+      return detail::concat(name, ": estimated peak ", format_bytes(v.first), " exceeds budget ",
+                            format_bytes(v.second));
+    }
+  }
+  return "";
+}
+
+void check_fits(const ModelShape& model, const Policy& p, const Workload& w,
+                const HardwareLimits& limits) {
+  const MemoryEstimate m = estimate_memory(model, p, w);
+  const std::string why = memory_violation(m.peak, capacities(limits));
+  H2OFLEX_INPUT_CHECK(why.empty(), "policy ", p.summary(), " does not fit ", model.name,
+                      " (prompt ", w.prompt_len, ", gen ", w.gen_len, ", kv ", w.kv.summary(),
+                      "): ", why, " (prefill device/host/disk ", format_bytes(m.prefill.device),
+                      " / ", format_bytes(m.prefill.host), " / ", format_bytes(m.prefill.disk),
+                      "; decode ", format_bytes(m.decode.device), " / ",
+                      format_bytes(m.decode.host), " / ", format_bytes(m.decode.disk), ")");
+}
+
+}  // namespace h2oflex::policy

@@ -1,0 +1,94 @@
+// FlexGen's analytic cost model (per-layer time of prefill and decode as a function of the
+// placement, the batch shape and the hardware constants; peak bytes per tier), extended with:
+//  - H2O / StreamingLLM: the KV terms use the budget B instead of s + n/2 (memory: B instead of
+//    s + n), plus the score bookkeeping and eviction of a bounded cache;
+//  - cpu_cache_compute on/off: with it, decode attention over host/disk-resident KV runs at the
+//    host rate and only q / the output cross the link; without it, that KV crosses to the device
+//    every step and attention runs there;
+//  - the CPU-only hierarchy (HardwareProfile::compute_device == Cpu): the device is a RAM arena,
+//    host<->device copies are memcpy done by the same cores that compute (so they do not
+//    overlap with compute), disk I/O still overlaps;
+//  - the device-memory bound of small-batch decode GEMMs and the LM head (see cost_model.cc).
+// Throughputs follow FlexGen's definitions: prefill = bls*s / T_prefill, decode =
+// bls*(n-1) / T_decode, total ("generation throughput") = bls*n / (T_prefill + T_decode).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "policy/hardware.h"
+#include "policy/placement.h"
+
+namespace h2oflex::policy {
+
+// What the cost model needs to know about a decoder-only model (policy/ does not know OPT).
+struct ModelShape {
+  std::string name;
+  int64_t layers = 0, hidden = 0, ffn = 0, heads = 0;
+  int64_t vocab = 50272, max_positions = 2048;
+  double weight_bytes = 2;  // bytes per stored weight element (fp16/bf16)
+  double kv_bytes = 2;      // bytes per stored K or V element
+  double act_bytes = 2;     // bytes per activation element moved or buffered
+
+  double layer_params() const;  // one decoder layer, biases and norms included
+  double layer_weight_bytes() const { return layer_params() * weight_bytes; }
+  double embedding_params() const;  // token + position embeddings, final norm (LM head tied)
+  double total_weight_bytes() const;
+  // GEMM FLOPs of one decoder layer for one token (2 * matrix parameters).
+  double layer_gemm_flops_per_token() const;
+};
+
+struct Workload {
+  int prompt_len = 512;
+  int gen_len = 32;
+  KvPolicy kv;
+};
+
+// Which decode context the KV terms use. Mean: s + n/2 (FlexGen's model, the average over the
+// run). FirstStep: s + 1 — how FlexGen's "fewer_batch"/cut-gen-len runs measured decode (they
+// time the first decode steps and extrapolate), so their published numbers reflect it.
+enum class DecodeContext { Mean, FirstStep };
+
+struct TierBytes {
+  double device = 0, host = 0, disk = 0;
+};
+
+// Per-layer link and compute times of one phase, seconds (FlexGen's ctog/gtoc/dtoc/ctod/comp).
+struct PhaseTerms {
+  double ctog = 0, gtoc = 0, dtoc = 0, ctod = 0, comp = 0;
+  double per_layer = 0;    // the combination of the above that the schedule achieves
+  std::string bottleneck;  // the largest term's name
+};
+
+struct CostEstimate {
+  PhaseTerms prefill, decode;
+  double prefill_s = 0, decode_s = 0, total_s = 0;
+  double prefill_tok_s = 0, decode_tok_s = 0, total_tok_s = 0;
+  TierBytes peak_prefill, peak_decode, peak;  // peak = max of the two phases, per tier
+  int decode_kv_tokens = 0;  // KV tokens per sequence that a mean decode step attends to
+  int kv_slots = 0;          // KV slots allocated per (sequence, layer)
+};
+
+CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                           const Workload& w, DecodeContext ctx = DecodeContext::Mean);
+
+// Peak bytes per tier (homes + working buffers) of prefill and of decode; no hardware needed.
+struct MemoryEstimate {
+  TierBytes prefill, decode, peak;
+};
+MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w);
+
+// Tier capacities to check a peak against.
+TierBytes capacities(const HardwareLimits& limits);  // 0 in limits = unlimited
+TierBytes capacities(const HardwareProfile& hw, double fraction);
+
+// "" when `peak` fits `cap` on every tier (cap 0 = unlimited), else a message naming the tier,
+// the estimate and the budget, e.g. "host: estimated peak 9.31 GiB exceeds budget 8.00 GiB".
+std::string memory_violation(const TierBytes& peak, const TierBytes& cap);
+
+// Throws InputError (with the estimate in the message) when the policy cannot run within the
+// budgets: a peak over a budget, or a tier that cannot hold one layer's working set.
+void check_fits(const ModelShape& model, const Policy& p, const Workload& w,
+                const HardwareLimits& limits);
+
+}  // namespace h2oflex::policy

@@ -1,0 +1,124 @@
+#include "policy/hardware.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/yaml_fields.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex::policy {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+constexpr double kTera = 1e12;
+
+struct Field {
+  const char* key;
+  double HardwareProfile::*member;
+  double unit;
+  bool required;
+};
+
+const Field kFields[] = {
+    {"ctog_bdw", &HardwareProfile::ctog_bdw, kGiB, true},
+    {"gtoc_bdw_cache", &HardwareProfile::gtoc_bdw_cache, kGiB, true},
+    {"gtoc_bdw_hidden", &HardwareProfile::gtoc_bdw_hidden, kGiB, true},
+    {"dtoc_bdw", &HardwareProfile::dtoc_bdw, kGiB, true},
+    {"ctod_bdw_cache_p", &HardwareProfile::ctod_bdw_cache_p, kGiB, true},
+    {"ctod_bdw_hidden_p", &HardwareProfile::ctod_bdw_hidden_p, kGiB, true},
+    {"ctod_bdw_g", &HardwareProfile::ctod_bdw_g, kGiB, true},
+    {"device_mem_bdw", &HardwareProfile::device_mem_bdw, kGiB, true},
+    {"mm_flops_p", &HardwareProfile::mm_flops_p, kTera, true},
+    {"mm_flops_g", &HardwareProfile::mm_flops_g, kTera, true},
+    {"bmm_flops_p", &HardwareProfile::bmm_flops_p, kTera, true},
+    {"bmm_flops_g", &HardwareProfile::bmm_flops_g, kTera, true},
+    {"cpu_flops", &HardwareProfile::cpu_flops, kTera, true},
+    {"cpu_flops_c1", &HardwareProfile::cpu_flops_c1, 1.0, false},
+    {"cpu_flops_c2", &HardwareProfile::cpu_flops_c2, 1.0, false},
+    {"cpu_flops_c3", &HardwareProfile::cpu_flops_c3, 1.0, false},
+};
+
+}  // namespace
+
+double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
+  const double a = std::max(0.0, std::log2(64.0 / std::max(gbs, 1)));
+  const double b = std::max(0.0, std::log2(4096.0 / static_cast<double>(std::max<int64_t>(h1, 1))));
+  const double shape = 1 + cpu_flops_c1 * a * b - cpu_flops_c2 * a - cpu_flops_c3 * b;
+  return cpu_flops * std::max(0.1, shape);
+}
+
+HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string& source) {
+  const std::string root = source + ":";
+  require_mapping(node, source, {"name",        "compute_device",   "device_mem",
+                                 "host_mem",    "disk_mem",         "usable_fraction",
+                                 "ctog_bdw",    "gtoc_bdw_cache",   "gtoc_bdw_hidden",
+                                 "dtoc_bdw",    "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
+                                 "ctod_bdw_g",  "device_mem_bdw",   "mm_flops_p",
+                                 "mm_flops_g",  "bmm_flops_p",      "bmm_flops_g",
+                                 "cpu_flops",   "cpu_flops_c1",     "cpu_flops_c2",
+                                 "cpu_flops_c3"});
+  auto path = [&](const char* key) { return root + " " + key; };
+  auto need = [&](const char* key) {
+    H2OFLEX_INPUT_CHECK(node[key], path(key), ": missing (hardware profiles list every constant)");
+    return node[key];
+  };
+  HardwareProfile hw;
+  hw.name = node["name"] ? read_string(node["name"], path("name")) : source;
+  const std::string device = read_string(need("compute_device"), path("compute_device"));
+  H2OFLEX_INPUT_CHECK(device == "gpu" || device == "cpu", path("compute_device"), ": '", device,
+                      "' is not gpu or cpu");
+  hw.compute_device = device == "gpu" ? ComputeDevice::Gpu : ComputeDevice::Cpu;
+  hw.device_mem = read_byte_size(need("device_mem"), path("device_mem"));
+  hw.host_mem = read_byte_size(need("host_mem"), path("host_mem"));
+  hw.disk_mem = read_byte_size(need("disk_mem"), path("disk_mem"));
+  if (node["usable_fraction"]) {
+    hw.usable_fraction = read_double(node["usable_fraction"], path("usable_fraction"));
+    H2OFLEX_INPUT_CHECK(hw.usable_fraction > 0 && hw.usable_fraction <= 1, path("usable_fraction"),
+                        ": ", hw.usable_fraction, " is not in (0, 1]");
+  }
+  for (const Field& f : kFields) {
+    if (!f.required && !node[f.key]) continue;
+    const double v = read_double(f.required ? need(f.key) : node[f.key], path(f.key));
+    if (f.required) {
+      H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0, path(f.key), ": ", v, " must be > 0");
+    } else {
+      H2OFLEX_INPUT_CHECK(std::isfinite(v), path(f.key), ": ", v, " is not finite");
+    }
+    hw.*(f.member) = v * f.unit;
+  }
+  return hw;
+}
+
+HardwareProfile load_hardware_profile(const std::string& path) {
+  std::ifstream in(path);
+  H2OFLEX_INPUT_CHECK(in.good(), path, ": cannot open hardware profile");
+  YAML::Node node;
+  try {
+    node = YAML::Load(in);
+  } catch (const YAML::Exception& e) {
+    throw InputError(detail::concat(path, ": not valid YAML: ", e.what()));
+  }
+  return parse_hardware_profile(node, path);
+}
+
+std::string hardware_profile_to_yaml(const HardwareProfile& hw) {
+  std::ostringstream os;
+  os.precision(6);
+  os << "name: " << hw.name << "\n";
+  os << "compute_device: " << (hw.compute_device == ComputeDevice::Gpu ? "gpu" : "cpu") << "\n";
+  os << "device_mem: " << hw.device_mem << "\n";
+  os << "host_mem: " << hw.host_mem << "\n";
+  os << "disk_mem: " << hw.disk_mem << "\n";
+  os << "usable_fraction: " << hw.usable_fraction << "\n";
+  for (const Field& f : kFields) {
+    os << f.key << ": " << hw.*(f.member) / f.unit << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace h2oflex::policy

@@ -1,0 +1,61 @@
+// A machine described by the constants of the cost model: link bandwidths between tiers, GEMM
+// and attention rates, memory sizes. Loaded from YAML (experiments/hardware/*.yaml).
+//
+// Keys (all required unless marked optional; unknown keys are rejected):
+//   name: t4                          free text
+//   compute_device: gpu | cpu         cpu = CPU-only hierarchy: "device" is a RAM arena,
+//                                     ctog/gtoc are memcpy, dtoc/ctod are the disk
+//   device_mem, host_mem, disk_mem    byte sizes ("16GiB", "1.5TiB")
+//   usable_fraction: 0.8              optional; share of each tier the planner may fill
+//   bandwidths in GiB/s (GB = 2^30 as in FlexGen):
+//     ctog_bdw                        host -> device (weights, hidden)
+//     gtoc_bdw_cache, gtoc_bdw_hidden device -> host (KV cache, hidden)
+//     dtoc_bdw                        disk -> host
+//     ctod_bdw_cache_p, ctod_bdw_hidden_p, ctod_bdw_g   host -> disk (prefill cache, prefill
+//                                     hidden, decode)
+//     device_mem_bdw                  device memory read rate for weight-bound decode GEMMs
+//   rates in TFLOP/s:
+//     mm_flops_p, mm_flops_g          GEMM on the device, prefill / decode
+//     bmm_flops_p, bmm_flops_g        attention on the device, prefill / decode
+//     cpu_flops                       attention on the host (delegated decode attention)
+//   optional: cpu_flops_c1, cpu_flops_c2, cpu_flops_c3 (FlexGen's fitted shape of the host
+//     attention rate in gpu_batch_size and hidden size; default 0)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace YAML {
+class Node;
+}
+
+namespace h2oflex::policy {
+
+enum class ComputeDevice { Gpu, Cpu };
+
+struct HardwareProfile {
+  std::string name;
+  ComputeDevice compute_device = ComputeDevice::Gpu;
+  uint64_t device_mem = 0, host_mem = 0, disk_mem = 0;  // bytes
+  double usable_fraction = 0.8;
+
+  // Bandwidths in bytes/s.
+  double ctog_bdw = 0, gtoc_bdw_cache = 0, gtoc_bdw_hidden = 0;
+  double dtoc_bdw = 0, ctod_bdw_cache_p = 0, ctod_bdw_hidden_p = 0, ctod_bdw_g = 0;
+  double device_mem_bdw = 0;
+  // Rates in FLOP/s.
+  double mm_flops_p = 0, mm_flops_g = 0, bmm_flops_p = 0, bmm_flops_g = 0, cpu_flops = 0;
+  double cpu_flops_c1 = 0, cpu_flops_c2 = 0, cpu_flops_c3 = 0;
+
+  // Host attention rate for a GPU batch of `gbs` sequences of hidden size `h1`: FlexGen's fit,
+  // cpu_flops * max(0.1, 1 + c1*a*b - c2*a - c3*b), a = log2(64/gbs)+, b = log2(4096/h1)+.
+  double cpu_flops_real(int gbs, int64_t h1) const;
+};
+
+// `source` names the file or origin in messages.
+HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string& source);
+HardwareProfile load_hardware_profile(const std::string& path);
+// The YAML text of a profile (round-trips through parse_hardware_profile); for `profile --out`.
+std::string hardware_profile_to_yaml(const HardwareProfile& hw);
+
+}  // namespace h2oflex::policy

@@ -1,0 +1,249 @@
+#include "policy/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace h2oflex::policy {
+
+namespace {
+
+std::vector<int> default_gpu_batch_sizes() {
+  std::vector<int> v = {1, 2, 4, 8, 16, 32};
+  for (int b = 32; b < 8192;) {
+    v.push_back(b * 3 / 2);
+    b *= 2;
+    v.push_back(b);
+  }
+  return v;
+}
+
+// One (weights, cache) split on a tier triple, in percent.
+struct Split {
+  double gpu, cpu;
+};
+
+std::vector<Split> split_grid(double step, bool allow_disk) {
+  std::vector<Split> v;
+  const int k = static_cast<int>(std::round(100 / step));
+  for (int g = 0; g <= k; ++g) {
+    for (int c = 0; c + g <= k; ++c) {
+      if (!allow_disk && g + c != k) continue;
+      v.push_back(
+          {std::min(100.0, g * step), std::min(100.0 - std::min(100.0, g * step), c * step)});
+    }
+  }
+  return v;
+}
+
+class Searcher {
+ public:
+  Searcher(const ModelShape& m, const HardwareProfile& hw, const Workload& w, const TierBytes& cap,
+           const SearchOptions& opt)
+      : m_(m), hw_(hw), w_(w), cap_(cap), opt_(opt) {
+    grid_ = split_grid(opt.placement_step, opt.allow_disk);
+    acts_ = {{100, 0}, {0, 100}};
+    if (opt.allow_disk) acts_.push_back({0, 0});
+  }
+
+  bool fits(const Policy& p) const {
+    return memory_violation(estimate_memory(m_, p, w_).peak, cap_).empty();
+  }
+
+  // Any placement of this batch shape that fits? Tries the cheapest-on-memory first.
+  bool feasible(int gbs, int ngb) const {
+    Policy p = base(gbs, ngb);
+    // Memory only falls as data leaves the device, so the most device-frugal placements
+    // decide feasibility; test a few extremes before the grid.
+    for (const Split& ws : grid_) {
+      for (const Split& cs : grid_) {
+        for (const Split& as : acts_) {
+          for (bool del : {true, false}) {
+            set(p, ws, cs, as, del);
+            if (fits(p)) return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+  // Best placement for one batch shape over the grid; returns throughput (0 if none fits).
+  double best_placement(int gbs, int ngb, Policy& best, CostEstimate& best_e) {
+    Policy p = base(gbs, ngb);
+    double best_tp = 0;
+    for (const Split& ws : grid_) {
+      for (const Split& cs : grid_) {
+        for (const Split& as : acts_) {
+          for (bool del : {false, true}) {
+            if (del && cs.gpu >= 100) continue;  // nothing to delegate
+            set(p, ws, cs, as, del);
+            consider(p, best_tp, best, best_e);
+          }
+        }
+      }
+    }
+    return best_tp;
+  }
+
+  // Coordinate descent from a good point: move `step` percent of one kind (weights, cache,
+  // activations) between two tiers, or change num_gpu_batches by one or by ~10%.
+  void refine(Policy& best, CostEstimate& best_e, double& best_tp) {
+    struct Kind {
+      double Policy::*gpu;
+      double Policy::*cpu;
+    };
+    const Kind kinds[] = {{&Policy::w_gpu, &Policy::w_cpu},
+                          {&Policy::cache_gpu, &Policy::cache_cpu},
+                          {&Policy::act_gpu, &Policy::act_cpu}};
+    for (double step : {10.0, 5.0, 2.0, 1.0}) {
+      bool improved = true;
+      while (improved) {
+        improved = false;
+        for (const Kind& k : kinds) {
+          // Tier pairs (from, to): 0 gpu, 1 cpu, 2 disk.
+          for (int from = 0; from < 3; ++from) {
+            for (int to = 0; to < 3; ++to) {
+              if (from == to || (!opt_.allow_disk && (from == 2 || to == 2))) continue;
+              Policy p = best;
+              double t[3] = {p.*k.gpu, p.*k.cpu, 100 - p.*k.gpu - p.*k.cpu};
+              if (t[from] < step - 1e-9) continue;
+              t[from] -= step;
+              t[to] += step;
+              p.*k.gpu = std::max(0.0, t[0]);
+              p.*k.cpu = std::max(0.0, t[1]);
+              if (p.*k.gpu + p.*k.cpu > 100 + 1e-9) continue;
+              improved |= consider(p, best_tp, best, best_e);
+            }
+          }
+        }
+        const int n = best.num_gpu_batches;
+        for (int ngb : {n - 1, n + 1, n * 9 / 10, n * 11 / 10}) {
+          if (ngb < 1 || ngb == n) continue;
+          Policy p = best;
+          p.num_gpu_batches = ngb;
+          improved |= consider(p, best_tp, best, best_e);
+        }
+      }
+    }
+  }
+
+  long evaluated() const { return evaluated_; }
+
+ private:
+  Policy base(int gbs, int ngb) const {
+    Policy p;
+    p.gpu_batch_size = gbs;
+    p.num_gpu_batches = ngb;
+    p.overlap = true;
+    p.pin_weight = true;
+    return p;
+  }
+
+  static void set(Policy& p, const Split& ws, const Split& cs, const Split& as, bool del) {
+    p.w_gpu = ws.gpu, p.w_cpu = ws.cpu;
+    p.cache_gpu = cs.gpu, p.cache_cpu = cs.cpu;
+    p.act_gpu = as.gpu, p.act_cpu = as.cpu;
+    p.cpu_cache_compute = del;
+  }
+
+  bool consider(const Policy& p, double& best_tp, Policy& best, CostEstimate& best_e) {
+    if (!fits(p)) return false;
+    ++evaluated_;
+    const CostEstimate e = estimate_cost(m_, hw_, p, w_, opt_.decode_context);
+    if (e.total_tok_s > best_tp * (1 + 1e-9)) {
+      best_tp = e.total_tok_s;
+      best = p;
+      best_e = e;
+      return true;
+    }
+    return false;
+  }
+
+  const ModelShape& m_;
+  const HardwareProfile& hw_;
+  const Workload& w_;
+  TierBytes cap_;
+  SearchOptions opt_;
+  std::vector<Split> grid_;
+  std::vector<Split> acts_;
+  long evaluated_ = 0;
+};
+
+// 1..8, then ~x1.25 steps, always ending at `max`.
+std::vector<int> ngb_ladder(int max) {
+  std::vector<int> v;
+  for (int k = 1; k <= max;) {
+    v.push_back(k);
+    k = k < 8 ? k + 1 : std::max(k + 1, k * 5 / 4);
+  }
+  if (v.empty() || v.back() != max) v.push_back(max);
+  return v;
+}
+
+}  // namespace
+
+TierBytes search_capacity(const HardwareProfile& hw, const HardwareLimits& limits) {
+  TierBytes cap = capacities(hw, hw.usable_fraction);
+  auto lower = [](double& c, uint64_t limit) {
+    if (limit > 0) c = c > 0 ? std::min(c, static_cast<double>(limit)) : limit;
+  };
+  lower(cap.device, limits.device_mem);
+  lower(cap.host, limits.host_mem);
+  lower(cap.disk, limits.disk_mem);
+  return cap;
+}
+
+SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, const Workload& w,
+                           const HardwareLimits& limits, const SearchOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SearchResult r;
+  r.capacity = search_capacity(hw, limits);
+  Searcher s(model, hw, w, r.capacity, opt);
+  const std::vector<int> sizes =
+      opt.gpu_batch_sizes.empty() ? default_gpu_batch_sizes() : opt.gpu_batch_sizes;
+  double best_tp = 0;
+  for (int gbs : sizes) {
+    if (!s.feasible(gbs, 1)) {
+      if (gbs == sizes.front()) {
+        // Explain with the most memory-frugal policy.
+        Policy p;
+        p.gpu_batch_size = gbs;
+        p.w_gpu = 0, p.w_cpu = opt.allow_disk ? 0 : 100;
+        p.cache_gpu = 0, p.cache_cpu = opt.allow_disk ? 0 : 100;
+        p.act_gpu = 0, p.act_cpu = opt.allow_disk ? 0 : 100;
+        p.cpu_cache_compute = true;
+        r.why_not = memory_violation(estimate_memory(model, p, w).peak, r.capacity);
+      }
+      break;  // larger GPU batches need more memory still
+    }
+    // Largest feasible ngb: doubling, then bisection on (lo feasible, hi infeasible].
+    int lo = 1, hi = 2;
+    while (hi <= opt.max_num_gpu_batches && s.feasible(gbs, hi)) {
+      lo = hi;
+      hi *= 2;
+    }
+    hi = std::min(hi, opt.max_num_gpu_batches + 1);
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      (s.feasible(gbs, mid) ? lo : hi) = mid;
+    }
+    for (int ngb : ngb_ladder(lo)) {
+      Policy p;
+      CostEstimate e;
+      const double tp = s.best_placement(gbs, ngb, p, e);
+      if (tp > best_tp) {
+        best_tp = tp;
+        r.policy = p;
+        r.estimate = e;
+        r.found = true;
+      }
+    }
+  }
+  if (r.found) s.refine(r.policy, r.estimate, best_tp);
+  r.evaluated = s.evaluated();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace h2oflex::policy

@@ -1,0 +1,43 @@
+// Policy search: the batch shape, the placements and attention delegation that maximize the
+// cost model's generation throughput (bls*n / (T_prefill + T_decode)) within the memory of
+// every tier.
+//
+// As FlexGen's search: for each gpu_batch_size in 1, 2, 4, 8, 16, 32, 48, 64, 96, 128, ...
+// the largest feasible num_gpu_batches is found by doubling then bisection; then a ladder of
+// num_gpu_batches up to it is evaluated. For each batch shape, placements come from a grid
+// (weights and cache in steps of `placement_step` percent, activations whole on one tier) with
+// cpu_cache_compute on and off; the best point is then refined by coordinate steps of 10, 5,
+// 2 and 1 percent. (FlexGen solves an LP per batch shape instead of the grid.)
+#pragma once
+
+#include <vector>
+
+#include "policy/cost_model.h"
+
+namespace h2oflex::policy {
+
+struct SearchOptions {
+  double placement_step = 20;        // percent, coarse grid (refined down to 1)
+  std::vector<int> gpu_batch_sizes;  // empty: 1, 2, 4, 8, 16, 32, 48, 64, 96, 128, ... 8192
+  int max_num_gpu_batches = 1 << 14;
+  bool allow_disk = true;  // may weights/cache/activations use the disk tier
+  DecodeContext decode_context = DecodeContext::Mean;
+};
+
+struct SearchResult {
+  bool found = false;
+  Policy policy;
+  CostEstimate estimate;
+  TierBytes capacity;   // what the search had to fit in, per tier
+  long evaluated = 0;   // policies whose throughput was estimated
+  double seconds = 0;   // wall time of the search
+  std::string why_not;  // when !found: the smallest policy's memory violation
+};
+
+// Capacity per tier: hw size * hw.usable_fraction, lowered to `limits` where those are set.
+TierBytes search_capacity(const HardwareProfile& hw, const HardwareLimits& limits);
+
+SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, const Workload& w,
+                           const HardwareLimits& limits = {}, const SearchOptions& opt = {});
+
+}  // namespace h2oflex::policy
