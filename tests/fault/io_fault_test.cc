@@ -1,0 +1,307 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "offload/io/io_engine.h"
+#include "offload/transfer/transfer_engine.h"
+#include "offload/weights/weight_store.h"
+#include "tests/offload/test_support.h"
+
+namespace h2oflex {
+namespace {
+
+using testing_support::random_bytes;
+using testing_support::TempDir;
+
+// EIO on the Nth request.
+struct EioOnNth : IoFaultHook {
+  explicit EioOnNth(uint64_t n) : n(n) {}
+  int on_complete(const IoRequestInfo& r, int res) override { return r.sequence == n ? -EIO : res; }
+  uint64_t n;
+};
+
+// ENOSPC once `limit` bytes of writes went through.
+struct DiskFullAfter : IoFaultHook {
+  explicit DiskFullAfter(uint64_t limit) : limit(limit) {}
+  int on_complete(const IoRequestInfo& r, int res) override {
+    if (!r.is_write || res < 0) return res;
+    if (written >= limit) return -ENOSPC;
+    written += static_cast<uint64_t>(res);
+    return res;
+  }
+  uint64_t limit, written = 0;
+};
+
+// The file appears to end at `eof`: reads across it are short, reads beyond it return 0.
+struct EndsAt : IoFaultHook {
+  explicit EndsAt(uint64_t eof) : eof(eof) {}
+  int on_complete(const IoRequestInfo& r, int res) override {
+    if (r.is_write || res < 0) return res;
+    if (r.offset >= eof) return 0;
+    return static_cast<int>(std::min<uint64_t>(res, eof - r.offset));
+  }
+  uint64_t eof;
+};
+
+// Transient trouble: every request first comes back short (half) or -EAGAIN.
+struct ShortAndAgain : IoFaultHook {
+  int on_complete(const IoRequestInfo& r, int res) override {
+    if (res <= 0) return res;
+    if (r.sequence % 3 == 0) return -EAGAIN;
+    if (r.sequence % 3 == 1 && res >= 8192) return res / 2 / 4096 * 4096;
+    return res;
+  }
+};
+
+struct Fixture {
+  TempDir dir;
+  HostTier host{64 << 20};
+  DiskTier disk{dir.path(), 64 << 20};
+  std::unique_ptr<TransferEngine> engine;
+  Fixture() {
+    TransferEngineOptions o;
+    o.io.chunk_bytes = 64 << 10;
+    o.io.queue_depth = 8;
+    engine = std::make_unique<TransferEngine>(o);
+    engine->use_pinned_memory(host);
+  }
+};
+
+void expect_message(const std::exception& e, std::initializer_list<std::string> parts) {
+  const std::string msg = e.what();
+  for (const auto& p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' in: " << msg;
+}
+
+TEST(IoFaults, EioOnNthRequestNamesFileOffsetLengthAndErrno) {
+  Fixture f;
+  const size_t n = 1 << 20;  // 16 requests of 64 KiB
+  void* buf = f.host.allocate_pinned(n);
+  const uint64_t off = f.disk.allocate(n);
+  f.engine->set_fault_hook(std::make_shared<EioOnNth>(5));
+  auto h = f.engine->copy(QueueId::CacheStore, Location::in_memory(f.host, buf),
+                          Location::on_disk(f.disk, off), n, {"decode", DataKind::Kv});
+  try {
+    h.wait();
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {f.disk.path(), "write of 65536 bytes at offset", "Input/output error"});
+  }
+  // The queue keeps working after the failure (no hang, nothing stuck).
+  f.engine->set_fault_hook(nullptr);
+  EXPECT_NO_THROW(f.engine
+                      ->copy(QueueId::CacheStore, Location::in_memory(f.host, buf),
+                             Location::on_disk(f.disk, off), n, {"decode", DataKind::Kv})
+                      .wait());
+  f.host.free(buf);
+  f.disk.free(off);
+  EXPECT_EQ(f.host.used(), 0u);
+  EXPECT_EQ(f.disk.used(), 0u);
+}
+
+TEST(IoFaults, EnospcOnWrite) {
+  Fixture f;
+  const size_t n = 2 << 20;
+  void* buf = f.host.allocate(n);
+  const uint64_t off = f.disk.allocate(n);
+  f.engine->set_fault_hook(std::make_shared<DiskFullAfter>(n / 2));
+  try {
+    f.engine->copy_sync(Location::in_memory(f.host, buf), Location::on_disk(f.disk, off + 1), n - 1,
+                        {"decode", DataKind::Kv});
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {f.disk.path(), "write of", "No space left on device"});
+  }
+  f.host.free(buf);
+  f.disk.free(off);
+}
+
+TEST(IoFaults, ShortReadAtEndOfFileIsAnError) {
+  for (uint64_t eof : {uint64_t{300} << 10, (uint64_t{300} << 10) + 100}) {
+    Fixture f;
+    const size_t n = 1 << 20;
+    void* buf = f.host.allocate(n);
+    const uint64_t off = f.disk.allocate(n);
+    f.engine->set_fault_hook(std::make_shared<EndsAt>(off + eof));
+    try {
+      f.engine
+          ->copy(QueueId::CacheLoad, Location::on_disk(f.disk, off),
+                 Location::in_memory(f.host, buf), n, {"decode", DataKind::Kv})
+          .wait();
+      ADD_FAILURE() << "no error";
+    } catch (const IoError& e) {
+      expect_message(e, {f.disk.path(), "unexpected end of file", "read of"});
+    }
+    f.host.free(buf);
+    f.disk.free(off);
+  }
+}
+
+TEST(IoFaults, ShortTransfersAndEagainAreResubmitted) {
+  Fixture f;
+  const size_t n = (3 << 20) + 5;
+  const auto data = random_bytes(n, 11);
+  char* a = static_cast<char*>(f.host.allocate_pinned(n));
+  char* b = static_cast<char*>(f.host.allocate(n));
+  std::memcpy(a, data.data(), n);
+  const uint64_t off = f.disk.allocate(n + 4096);
+  f.engine->set_fault_hook(std::make_shared<ShortAndAgain>());
+  f.engine
+      ->copy(QueueId::CacheStore, Location::in_memory(f.host, a),
+             Location::on_disk(f.disk, off + 7), n, {"decode", DataKind::Kv})
+      .wait();
+  f.engine
+      ->copy(QueueId::CacheLoad, Location::on_disk(f.disk, off + 7), Location::in_memory(f.host, b),
+             n, {"decode", DataKind::Kv})
+      .wait();
+  EXPECT_EQ(std::memcmp(b, data.data(), n), 0);
+  f.host.free(a);
+  f.host.free(b);
+}
+
+TEST(IoFaults, FailedMaterializeFreesEverything) {
+  TempDir dir;
+  std::vector<TensorSpec> specs;
+  for (int i = 0; i < 6; ++i)
+    specs.push_back({"w" + std::to_string(i), {256, 256}, DType::F32, 256 * 256 * 4});
+  auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x5a, out.size());
+  };
+  auto layout = WeightLayout::open_or_build(dir.path(), "k", specs, producer);
+  CpuDeviceTier device(16 << 20);
+  HostTier host(16 << 20);
+  TransferEngineOptions o;
+  o.io.chunk_bytes = 64 << 10;
+  TransferEngine engine(o);
+  engine.set_fault_hook(std::make_shared<EioOnNth>(10));
+  std::vector<TierKind> homes = {TierKind::Device, TierKind::Device, TierKind::Host,
+                                 TierKind::Host,   TierKind::Host,   TierKind::Disk};
+  WeightStore store(*layout, engine, {&device, &host, nullptr}, homes, true);
+  try {
+    store.materialize();
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {"weights.bin", "Input/output error", "offset"});
+  }
+  EXPECT_EQ(device.used(), 0u);
+  EXPECT_EQ(host.used(), 0u);
+}
+
+TEST(IoFaults, RealTruncatedLayoutFile) {
+  TempDir dir;
+  std::vector<TensorSpec> specs = {{"a", {1000, 100}, DType::F16, 200000},
+                                   {"b", {1000, 300}, DType::F16, 600000}};
+  auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x33, out.size());
+  };
+  auto layout = WeightLayout::open_or_build(dir.path(), "k", specs, producer);
+  const std::string data = dir.path() + "/weights.bin";
+  const uint64_t b_offset = layout->record(1).offset;
+  // Cut the file in the middle of tensor b while the layout is open.
+  ASSERT_EQ(::truncate(data.c_str(), static_cast<off_t>(b_offset + 100000)), 0);
+  HostTier host(4 << 20);
+  TransferEngine engine;
+  WeightStore store(*layout, engine, {nullptr, &host, nullptr}, {TierKind::Disk, TierKind::Disk},
+                    false);
+  void* dst = host.allocate(600000);
+  try {
+    store.fetch(1, Location::in_memory(host, dst), "decode").wait();
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {data, "unexpected end of file", "offset"});
+  }
+  EXPECT_NO_THROW(store.fetch(0, Location::in_memory(host, dst), "decode").wait());
+  host.free(dst);
+  layout.reset();
+  // Opening the layout again reports the truncation; open_or_build rebuilds it.
+  try {
+    WeightLayout::open(dir.path());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {data, "truncated"});
+  }
+  bool rebuilt = false;
+  layout = WeightLayout::open_or_build(dir.path(), "k", specs, producer, {}, &rebuilt);
+  EXPECT_TRUE(rebuilt);
+  IoEngine io;
+  layout->verify_all(io);
+}
+
+TEST(IoFaults, TemporaryFilesAreRemovedOnErrorPaths) {
+  TempDir dir;
+  try {
+    DiskTier disk(dir.path(), 1 << 20);
+    HostTier host(1 << 20);
+    TransferEngine engine;
+    engine.set_fault_hook(std::make_shared<EioOnNth>(0));
+    void* buf = host.allocate(4096);
+    const uint64_t off = disk.allocate(4096);
+    engine.copy_sync(Location::in_memory(host, buf), Location::on_disk(disk, off), 4096,
+                     {"decode", DataKind::Kv});
+    ADD_FAILURE() << "no error";
+  } catch (const IoError&) {
+  }
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
+TEST(IoFaults, BufferedFallbackWhenDirectIsRefusedWarnsOnce) {
+  TempDir dir(std::filesystem::exists("/dev/shm") ? "/dev/shm" : "");
+  DiskFile::reset_fallback_warnings_for_testing();
+  DiskFile::simulate_direct_refusal_for_testing(true);
+  ::testing::internal::CaptureStderr();
+  {
+    DiskTier a(dir.path(), 4 << 20);
+    DiskTier b(dir.path(), 4 << 20);
+    EXPECT_FALSE(a.file().is_direct());
+    EXPECT_EQ(a.file().offset_align(), 1u);
+    HostTier host(4 << 20);
+    TransferEngine engine;
+    const auto data = random_bytes(100000, 4);
+    char* p = static_cast<char*>(host.allocate(100000));
+    char* q = static_cast<char*>(host.allocate(100000));
+    std::memcpy(p + 1, data.data(), 99999);
+    const uint64_t off = a.allocate(200000);
+    engine.copy_sync(Location::in_memory(host, p + 1), Location::on_disk(a, off + 3), 99999,
+                     {"x", DataKind::Kv});
+    engine.copy_sync(Location::on_disk(a, off + 3), Location::in_memory(host, q), 99999,
+                     {"x", DataKind::Kv});
+    EXPECT_EQ(std::memcmp(q, data.data(), 99999), 0);
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  DiskFile::simulate_direct_refusal_for_testing(false);
+  EXPECT_EQ(DiskFile::fallback_warnings(), 2);  // two refusals ...
+  size_t warnings = 0;
+  for (size_t pos = err.find("warning:"); pos != std::string::npos;
+       pos = err.find("warning:", pos + 1)) {
+    ++warnings;
+  }
+  EXPECT_EQ(warnings, 1u) << err;  // ... one warning
+  EXPECT_NE(err.find("O_DIRECT"), std::string::npos);
+  EXPECT_EQ(dir.entries(), 0u);
+}
+
+TEST(IoFaults, TmpfsRoundTripWorks) {
+  if (!std::filesystem::exists("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  TempDir dir("/dev/shm");
+  DiskTier disk(dir.path(), 8 << 20);
+  HostTier host(8 << 20);
+  TransferEngine engine;
+  const size_t n = (2 << 20) + 77;
+  const auto data = random_bytes(n, 8);
+  char* p = static_cast<char*>(host.allocate(n));
+  std::memcpy(p, data.data(), n);
+  const uint64_t off = disk.allocate(n + 100);
+  engine.copy_sync(Location::in_memory(host, p), Location::on_disk(disk, off + 13), n,
+                   {"x", DataKind::Kv});
+  std::memset(p, 0, n);
+  engine.copy_sync(Location::on_disk(disk, off + 13), Location::in_memory(host, p), n,
+                   {"x", DataKind::Kv});
+  EXPECT_EQ(std::memcmp(p, data.data(), n), 0);
+}
+
+}  // namespace
+}  // namespace h2oflex
