@@ -1,0 +1,401 @@
+#include "experiments/experiment_runner.h"
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "experiments/plan_command.h"
+#include "experiments/run_config.h"
+#include "policy/byte_size.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+namespace {
+
+using policy::format_bytes;
+
+std::string fmt(double v, int digits = 3) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", digits + 1, v);
+  return buf;
+}
+
+std::string opt_fmt(const std::optional<double>& v) {
+  return v ? fmt(*v) : "";
+}
+
+double element_bytes(const YAML::Node& config, const policy::HardwareProfile& hw) {
+  if (hw.compute_device == policy::ComputeDevice::Gpu) return 2;  // fp16, as FlexGen
+  const std::string dtype =
+      config["compute_dtype"] ? config["compute_dtype"].as<std::string>() : "auto";
+  if (dtype == "f32") return 4;
+  if (dtype == "bf16") return 2;
+  return cpu_has_native_bf16() ? 2 : 4;  // what "auto" resolves to on this CPU
+}
+
+YAML::Node policy_node(const policy::Policy& p) {
+  YAML::Node n;
+  n["gpu_batch_size"] = p.gpu_batch_size;
+  n["num_gpu_batches"] = p.num_gpu_batches;
+  n["weights"]["gpu"] = p.w_gpu;
+  n["weights"]["cpu"] = p.w_cpu;
+  n["cache"]["gpu"] = p.cache_gpu;
+  n["cache"]["cpu"] = p.cache_cpu;
+  n["activations"]["gpu"] = p.act_gpu;
+  n["activations"]["cpu"] = p.act_cpu;
+  n["overlap"] = p.overlap;
+  n["cpu_cache_compute"] = p.cpu_cache_compute;
+  n["pin_weight"] = p.pin_weight;
+  return n;
+}
+
+double free_disk_bytes(const std::string& dir) {
+  struct statvfs st;
+  if (statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0) return -1;
+  return static_cast<double>(st.f_bavail) * st.f_frsize;
+}
+
+double physical_ram_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * page : -1;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// The matplotlib script; written next to results.json so the plot can be redrawn by hand.
+constexpr const char* kPlotScript =
+    R"PY(# Redraws throughput.png from results.json: python3 plot.py results.json throughput.png
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+doc = json.load(open(sys.argv[1]))
+rows = doc["rows"]
+labels = [r["label"] or f'{r["system"]} {r["model"]} {r["prompt_len"]}+{r["gen_len"]}' for r in rows]
+series = [("published", "published_tok_s", "#999999"),
+          ("predicted", "predicted_tok_s", "#4c72b0"),
+          ("measured", "measured_tok_s", "#dd8452")]
+fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.5))
+height = 0.27
+for k, (name, key, color) in enumerate(series):
+    ys = [i + (k - 1) * height for i in range(len(rows))]
+    xs = [r.get(key) or 0 for r in rows]
+    ax.barh(ys, xs, height=height, label=name, color=color)
+ax.set_yticks(range(len(rows)))
+ax.set_yticklabels(labels, fontsize=8)
+ax.invert_yaxis()
+if any((r.get(s[1]) or 0) > 0 for r in rows for s in series):
+    ax.set_xscale("log")
+ax.set_xlabel("generation throughput, tokens/s (log scale)")
+ax.set_title(f'{doc["suite"]}: ' + ("predicted vs published" if doc["predict_only"] else "measured vs predicted vs published"))
+ax.legend(loc="lower right", fontsize=8)
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+
+}  // namespace
+
+std::optional<double> ResultRow::ratio() const {
+  const std::optional<double> published = row ? row->published_tok_s : std::nullopt;
+  if (measured && published) return *measured / *published;
+  if (predicted && published) return *predicted / *published;
+  if (measured && predicted) return *measured / *predicted;
+  return std::nullopt;
+}
+
+std::optional<bool> ResultRow::within_band() const {
+  if (!row || !row->band) return std::nullopt;
+  std::optional<double> r;
+  if (predicted && row->published_tok_s) {
+    r = *predicted / *row->published_tok_s;
+  } else if (measured && predicted) {
+    r = *measured / *predicted;
+  }
+  if (!r) return std::nullopt;
+  return std::fabs(*r - 1) <= *row->band + 1e-12;
+}
+
+std::string machine_skip_reason(const policy::HardwareProfile& hw, const policy::CostEstimate* e,
+                                const policy::HardwareLimits& limits) {
+  if (hw.compute_device == policy::ComputeDevice::Gpu) {
+#ifndef H2OFLEX_WITH_CUDA
+    return "profile '" + hw.name + "' computes on a GPU and this build has no CUDA backend";
+#endif
+  }
+  if (!e) return "";
+  const double free_disk = free_disk_bytes(limits.disk_path);
+  if (e->peak.disk > 0 && free_disk >= 0 && e->peak.disk > free_disk) {
+    return "needs ~" + format_bytes(e->peak.disk) + " on disk, " + format_bytes(free_disk) +
+           " free at " + (limits.disk_path.empty() ? "." : limits.disk_path);
+  }
+  const double ram = physical_ram_bytes();
+  const double in_ram =
+      e->peak.host + (hw.compute_device == policy::ComputeDevice::Cpu ? e->peak.device : 0);
+  if (ram > 0 && in_ram > 0.9 * ram) {
+    return "needs ~" + format_bytes(in_ram) + " of RAM, this machine has " + format_bytes(ram);
+  }
+  return "";
+}
+
+std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
+                                      const MeasureFn& measure) {
+  std::map<std::string, policy::HardwareProfile> profiles;
+  std::vector<ResultRow> out;
+  const size_t total = suite.rows.size();
+  for (const SuiteRow& row : suite.rows) {
+    ResultRow rr;
+    rr.row = &row;
+    rr.batch = row.published_batch;
+    std::fprintf(stderr, "[%d/%zu] %s: ", row.index + 1, total,
+                 row.label.empty() ? row.model.c_str() : row.label.c_str());
+    if (!row.predict) {
+      rr.note = "published number only (" + row.system + " is not modeled)";
+      std::fprintf(stderr, "%s\n", rr.note.c_str());
+      out.push_back(std::move(rr));
+      continue;
+    }
+    auto it = profiles.find(row.hardware_profile);
+    if (it == profiles.end()) {
+      it = profiles
+               .emplace(row.hardware_profile, policy::load_hardware_profile(row.hardware_profile))
+               .first;
+    }
+    const policy::HardwareProfile& hw = it->second;
+    YAML::Node config = YAML::Clone(row.config);
+    const std::string cpath = row.where + ".config";
+    const policy::KvPolicy kv =
+        config["kv"] ? policy::parse_kv_policy(config["kv"], cpath + ".kv") : policy::KvPolicy{};
+    const policy::HardwareLimits limits =
+        config["hardware"] ? policy::parse_hardware_limits(config["hardware"], cpath + ".hardware")
+                           : policy::HardwareLimits{};
+    const double eb = element_bytes(config, hw);
+    const double ab = hw.compute_device == policy::ComputeDevice::Cpu ? 4 : 2;
+    std::optional<policy::ModelShape> shape;
+    try {
+      shape = model_shape_for(row.model, eb, ab);
+    } catch (const InputError& e) {
+      rr.note = std::string("not predicted: ") + e.what();
+    }
+    policy::Policy pol;
+    if (config["policy"]) {
+      const policy::PolicySection sec =
+          policy::parse_policy_section(config["policy"], cpath + ".policy");
+      if (sec.is_auto) {
+        H2OFLEX_INPUT_CHECK(shape, cpath, ".policy: auto needs an OPT family model");
+        pol = plan_policy(*shape, hw, row.prompt_len, row.gen_len, kv, limits);
+        config["policy"] = policy_node(pol);
+      } else {
+        pol = sec.policy;
+      }
+    } else {
+      // No policy: the run keeps everything in the compute tier with a plain batch.
+      pol.gpu_batch_size = config["batch_size"] ? config["batch_size"].as<int>() : 1;
+    }
+    if (rr.batch.empty()) {
+      rr.batch = std::to_string(pol.gpu_batch_size) + "x" + std::to_string(pol.num_gpu_batches);
+    }
+    rr.policy = pol.percent_string() + (pol.cpu_cache_compute ? " ccc" : "") +
+                (pol.overlap ? "" : " no-overlap") + (kv.bounded() ? " " + kv.summary() : "");
+    if (shape) {
+      const policy::Workload w{row.prompt_len, row.gen_len, kv};
+      rr.estimate = policy::estimate_cost(*shape, hw, pol, w, row.published_context);
+      rr.predicted = rr.estimate->total_tok_s;
+    }
+    if (!predict_only && row.measure) {
+      const std::string skip =
+          machine_skip_reason(hw, rr.estimate ? &*rr.estimate : nullptr, limits);
+      if (!skip.empty()) {
+        rr.note = "not run: " + skip;
+      } else if (measure) {
+        try {
+          MeasuredRow m = measure(config);
+          if (!m.skip_reason.empty()) {
+            rr.note = "not run: " + m.skip_reason;
+          } else {
+            rr.measured = m.total_tok_s;
+            if (m.projected) rr.note = "measured value is projected";
+          }
+          rr.measurement = std::move(m);
+        } catch (const std::exception& e) {
+          rr.note = std::string("run failed: ") + e.what();
+        }
+      } else {
+        rr.note = "not run: no engine supplied";
+      }
+    }
+    std::fprintf(stderr, "predicted %s tok/s, measured %s, published %s%s%s\n",
+                 rr.predicted ? fmt(*rr.predicted).c_str() : "-",
+                 rr.measured ? fmt(*rr.measured).c_str() : "-",
+                 row.published_tok_s ? fmt(*row.published_tok_s).c_str() : "-",
+                 rr.note.empty() ? "" : "; ", rr.note.c_str());
+    out.push_back(std::move(rr));
+  }
+  return out;
+}
+
+std::string results_csv(const std::vector<ResultRow>& rows) {
+  std::ostringstream os;
+  os << "system,model,prompt_len,gen_len,batch,policy,published_tok_s,predicted_tok_s,"
+        "measured_tok_s,ratio\n";
+  for (const ResultRow& r : rows) {
+    const SuiteRow& s = *r.row;
+    os << csv_field(s.system) << ',' << csv_field(s.model) << ',' << s.prompt_len << ','
+       << s.gen_len << ',' << csv_field(r.batch) << ',' << csv_field(r.policy) << ','
+       << opt_fmt(s.published_tok_s) << ',' << opt_fmt(r.predicted) << ',' << opt_fmt(r.measured)
+       << ',' << opt_fmt(r.ratio()) << '\n';
+  }
+  return os.str();
+}
+
+std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& rows,
+                             bool predict_only) {
+  std::ostringstream os;
+  os << "# " << suite.name << "\n\n";
+  if (!suite.description.empty()) os << suite.description << "\n\n";
+  os << "Generation throughput in tokens/s = batch x gen_len / (prefill + decode time) (FlexGen's "
+        "definition). "
+     << (predict_only ? "Cost-model predictions only (`--predict`). "
+                      : "Measured on this machine where it can run. ")
+     << "ratio = (measured, else predicted) / (published, else predicted). policy = FlexGen's "
+        "percent order (w_gpu w_cpu cache_gpu cache_cpu act_gpu act_cpu); ccc = "
+        "cpu_cache_compute.\n\n";
+  os << "| row | system | model | prompt+gen | batch | policy | published | predicted | measured "
+        "| ratio | note |\n";
+  os << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const ResultRow& r : rows) {
+    const SuiteRow& s = *r.row;
+    std::string ratio = opt_fmt(r.ratio());
+    if (const auto ok = r.within_band()) {
+      ratio += std::string(*ok ? " (within " : " (OUTSIDE ") + "±" + fmt(*s.band * 100, 2) + "%)";
+    }
+    os << "| " << (s.label.empty() ? std::to_string(s.index) : s.label) << " | " << s.system
+       << " | " << s.model << " | " << s.prompt_len << "+" << s.gen_len << " | " << r.batch << " | "
+       << r.policy << " | " << opt_fmt(s.published_tok_s) << " | " << opt_fmt(r.predicted) << " | "
+       << opt_fmt(r.measured) << " | " << ratio << " | " << r.note << " |\n";
+  }
+  return os.str();
+}
+
+nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& rows,
+                            bool predict_only) {
+  nlohmann::json doc;
+  doc["suite"] = suite.name;
+  doc["suite_path"] = suite.path;
+  doc["predict_only"] = predict_only;
+  doc["metric"] =
+      "tokens/s; total = batch*gen_len/(prefill+decode), decode = batch*(gen_len-1)/decode, "
+      "prefill = batch*prompt_len/prefill";
+  nlohmann::json arr = nlohmann::json::array();
+  auto num = [](const std::optional<double>& v) -> nlohmann::json {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  for (const ResultRow& r : rows) {
+    const SuiteRow& s = *r.row;
+    nlohmann::json j;
+    j["index"] = s.index;
+    j["label"] = s.label;
+    j["system"] = s.system;
+    j["model"] = s.model;
+    j["prompt_len"] = s.prompt_len;
+    j["gen_len"] = s.gen_len;
+    j["batch"] = r.batch;
+    j["policy"] = r.policy;
+    j["hardware_profile"] = s.hardware_profile;
+    j["published_tok_s"] = num(s.published_tok_s);
+    j["predicted_tok_s"] = num(r.predicted);
+    j["measured_tok_s"] = num(r.measured);
+    j["ratio"] = num(r.ratio());
+    j["band"] = num(s.band);
+    const auto ok = r.within_band();
+    j["within_band"] = ok ? nlohmann::json(*ok) : nlohmann::json(nullptr);
+    j["note"] = r.note;
+    if (r.estimate) {
+      const policy::CostEstimate& e = *r.estimate;
+      j["predicted"] = {
+          {"prefill_tok_s", e.prefill_tok_s},
+          {"decode_tok_s", e.decode_tok_s},
+          {"total_tok_s", e.total_tok_s},
+          {"prefill_s", e.prefill_s},
+          {"decode_s", e.decode_s},
+          {"decode_context",
+           s.published_context == policy::DecodeContext::Mean ? "mean" : "first_decode_step"},
+          {"decode_kv_tokens", e.decode_kv_tokens},
+          {"bottleneck", {{"prefill", e.prefill.bottleneck}, {"decode", e.decode.bottleneck}}},
+          {"peak_bytes",
+           {{"device", e.peak.device}, {"host", e.peak.host}, {"disk", e.peak.disk}}}};
+    }
+    if (r.measurement) {
+      const MeasuredRow& m = *r.measurement;
+      j["measured"] = {{"prefill_tok_s", m.prefill_tok_s},
+                       {"decode_tok_s", m.decode_tok_s},
+                       {"total_tok_s", m.total_tok_s},
+                       {"projected", m.projected},
+                       {"skip_reason", m.skip_reason}};
+      if (!m.details.is_null()) j["measured"]["details"] = m.details;
+    }
+    arr.push_back(std::move(j));
+  }
+  doc["rows"] = std::move(arr);
+  return doc;
+}
+
+std::string write_plot(const std::string& results_json_path, const std::string& png_path) {
+  namespace fs = std::filesystem;
+  const fs::path script = fs::path(results_json_path).parent_path() / "plot.py";
+  {
+    std::ofstream out(script);
+    if (!out) return "cannot write " + script.string();
+    out << kPlotScript;
+  }
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+    return "python3 with matplotlib is not installed (Debian: python3-matplotlib)";
+  }
+  const std::string cmd = "python3 '" + script.string() + "' '" + results_json_path + "' '" +
+                          png_path + "' >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return "plot script failed: " + cmd;
+  return "";
+}
+
+int run_experiment(const ExperimentOptions& o, const MeasureFn& measure) {
+  namespace fs = std::filesystem;
+  H2OFLEX_INPUT_CHECK(!o.out_dir.empty(), "experiment: --out DIR is required");
+  const Suite suite = load_suite(o.suite_path);
+  std::error_code ec;
+  fs::create_directories(o.out_dir, ec);
+  H2OFLEX_INPUT_CHECK(!ec, o.out_dir, ": cannot create output directory: ", ec.message());
+  std::fprintf(stderr, "suite %s: %zu rows%s\n", suite.name.c_str(), suite.rows.size(),
+               o.predict ? " (predict only)" : "");
+  const std::vector<ResultRow> rows = evaluate_suite(suite, o.predict, measure);
+  auto write = [&](const std::string& name, const std::string& text) {
+    const fs::path p = fs::path(o.out_dir) / name;
+    std::ofstream out(p);
+    H2OFLEX_INPUT_CHECK(out.good(), p.string(), ": cannot write");
+    out << text;
+    return p.string();
+  };
+  write("table.md", results_markdown(suite, rows, o.predict));
+  write("table.csv", results_csv(rows));
+  const std::string json_path =
+      write("results.json", results_json(suite, rows, o.predict).dump(2) + "\n");
+  const std::string png = (fs::path(o.out_dir) / "throughput.png").string();
+  const std::string why = write_plot(json_path, png);
+  if (!why.empty()) std::fprintf(stderr, "no plot: %s\n", why.c_str());
+  std::fprintf(stderr, "wrote %s/{table.md,table.csv,results.json%s}\n", o.out_dir.c_str(),
+               why.empty() ? ",throughput.png" : "");
+  return 0;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,154 @@
+#include "experiments/experiment_suite.h"
+
+#include <filesystem>
+
+#include "policy/placement.h"
+#include "policy/yaml_fields.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+namespace {
+
+// Keys a row's `config:` may hold: the run-config keys (experiments/run_config.cc).
+constexpr std::initializer_list<const char*> kConfigKeys = {"name",
+                                                            "model",
+                                                            "dummy",
+                                                            "prompt_len",
+                                                            "gen_len",
+                                                            "batch_size",
+                                                            "compute_dtype",
+                                                            "seed",
+                                                            "prompt_ids",
+                                                            "temperature",
+                                                            "top_p",
+                                                            "stop_at_eos",
+                                                            "projected_steps",
+                                                            "policy",
+                                                            "hardware",
+                                                            "kv"};
+
+std::string resolve(const std::string& suite_path, const std::string& p) {
+  namespace fs = std::filesystem;
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  return (fs::path(suite_path).parent_path() / p).lexically_normal().string();
+}
+
+SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults,
+                   const std::string& path) {
+  using namespace policy;
+  SuiteRow r;
+  r.index = index;
+  std::string where = path + ": rows[" + std::to_string(index) + "]";
+  require_mapping(node, where,
+                  {"label", "system", "hardware_profile", "published_tok_s", "published_batch",
+                   "published_projection", "predict", "measure", "band", "config"});
+  if (node["label"]) r.label = read_string(node["label"], key_path(where, "label"));
+  if (!r.label.empty()) where += " (" + r.label + ")";
+  r.where = where;
+  auto get = [&](const char* key) -> YAML::Node {
+    if (node[key]) return node[key];
+    if (defaults && defaults[key]) return defaults[key];
+    return YAML::Node();
+  };
+  if (YAML::Node n = get("system")) r.system = read_string(n, key_path(where, "system"));
+  if (r.system.empty()) r.system = "h2oflex";
+  if (YAML::Node n = get("hardware_profile")) {
+    r.hardware_profile = resolve(path, read_string(n, key_path(where, "hardware_profile")));
+  }
+  if (YAML::Node n = get("published_tok_s")) {
+    const double v = read_double(n, key_path(where, "published_tok_s"));
+    H2OFLEX_INPUT_CHECK(v > 0, key_path(where, "published_tok_s"), ": ", v, " must be > 0");
+    r.published_tok_s = v;
+  }
+  if (YAML::Node n = get("published_batch")) {
+    r.published_batch = read_string(n, key_path(where, "published_batch"));
+  }
+  if (YAML::Node n = get("published_projection")) {
+    const std::string v = read_string(n, key_path(where, "published_projection"));
+    H2OFLEX_INPUT_CHECK(v == "mean" || v == "first_decode_step",
+                        key_path(where, "published_projection"), ": '", v,
+                        "' is not mean or first_decode_step");
+    r.published_context = v == "mean" ? DecodeContext::Mean : DecodeContext::FirstStep;
+  }
+  if (YAML::Node n = get("predict")) r.predict = read_bool(n, key_path(where, "predict"));
+  if (YAML::Node n = get("measure")) r.measure = read_bool(n, key_path(where, "measure"));
+  if (YAML::Node n = get("band")) {
+    const double v = read_double(n, key_path(where, "band"));
+    H2OFLEX_INPUT_CHECK(v > 0 && v < 1, key_path(where, "band"), ": ", v, " is not in (0, 1)");
+    r.band = v;
+  }
+  const std::string cpath = key_path(where, "config");
+  H2OFLEX_INPUT_CHECK(node["config"], cpath,
+                      ": missing (every row needs model, prompt_len, gen_len)");
+  // Defaults' config keys fill in what the row leaves out (a shallow merge).
+  r.config = YAML::Clone(node["config"]);
+  require_mapping(r.config, cpath, kConfigKeys);
+  if (defaults && defaults["config"]) {
+    require_mapping(defaults["config"], path + ": defaults.config", kConfigKeys);
+    for (const auto& kv : defaults["config"]) {
+      const std::string key = kv.first.as<std::string>();
+      if (!r.config[key]) r.config[key] = YAML::Clone(kv.second);
+    }
+  }
+  H2OFLEX_INPUT_CHECK(r.config["model"], key_path(cpath, "model"), ": missing");
+  r.model = read_string(r.config["model"], key_path(cpath, "model"));
+  H2OFLEX_INPUT_CHECK(r.config["prompt_len"] && r.config["gen_len"], cpath,
+                      ": needs prompt_len and gen_len");
+  r.prompt_len = static_cast<int>(read_int(r.config["prompt_len"], key_path(cpath, "prompt_len")));
+  r.gen_len = static_cast<int>(read_int(r.config["gen_len"], key_path(cpath, "gen_len")));
+  H2OFLEX_INPUT_CHECK(r.prompt_len >= 1, key_path(cpath, "prompt_len"), ": must be >= 1");
+  H2OFLEX_INPUT_CHECK(r.gen_len >= 1, key_path(cpath, "gen_len"), ": must be >= 1");
+  // Validate the sections the cost model reads, so a bad suite fails before any row runs.
+  if (r.config["policy"]) parse_policy_section(r.config["policy"], key_path(cpath, "policy"));
+  if (r.config["kv"]) parse_kv_policy(r.config["kv"], key_path(cpath, "kv"));
+  if (r.config["hardware"])
+    parse_hardware_limits(r.config["hardware"], key_path(cpath, "hardware"));
+  if (r.config["batch_size"]) {
+    H2OFLEX_INPUT_CHECK(read_int(r.config["batch_size"], key_path(cpath, "batch_size")) >= 1,
+                        key_path(cpath, "batch_size"), ": must be >= 1");
+  }
+  H2OFLEX_INPUT_CHECK(!r.predict || !r.hardware_profile.empty(),
+                      key_path(where, "hardware_profile"),
+                      ": missing (a predicted row needs its machine's constants)");
+  return r;
+}
+
+}  // namespace
+
+Suite parse_suite(const YAML::Node& root, const std::string& path) {
+  using namespace policy;
+  require_mapping(root, path, {"suite", "description", "defaults", "rows"});
+  Suite s;
+  s.path = path;
+  s.name = root["suite"] ? read_string(root["suite"], path + ": suite")
+                         : std::filesystem::path(path).stem().string();
+  if (root["description"]) s.description = read_string(root["description"], path + ": description");
+  YAML::Node defaults;
+  if (root["defaults"]) {
+    defaults = root["defaults"];
+    require_mapping(defaults, path + ": defaults",
+                    {"system", "hardware_profile", "published_projection", "predict", "measure",
+                     "band", "config"});
+  }
+  H2OFLEX_INPUT_CHECK(root["rows"] && root["rows"].IsSequence() && root["rows"].size() > 0, path,
+                      ": rows: expected a non-empty list of rows");
+  for (size_t i = 0; i < root["rows"].size(); ++i) {
+    s.rows.push_back(parse_row(root["rows"][i], static_cast<int>(i), defaults, path));
+  }
+  return s;
+}
+
+Suite load_suite(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw InputError(path + ": cannot open suite");
+  } catch (const YAML::Exception& e) {
+    throw InputError(path + ": not valid YAML: " + e.what());
+  }
+  return parse_suite(root, path);
+}
+
+}  // namespace h2oflex

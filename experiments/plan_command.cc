@@ -1,0 +1,111 @@
+#include "experiments/plan_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "models/opt/opt_config.h"
+#include "policy/byte_size.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+using policy::format_bytes;
+
+policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
+                                   double act_bytes) {
+  const auto cfg = opt_config_by_name(model);
+  if (!cfg) {
+    std::string names;
+    for (const auto& n : opt_model_names()) names += (names.empty() ? "" : ", ") + n;
+    throw InputError(detail::concat("model '", model, "': not an OPT family name (", names, ")"));
+  }
+  policy::ModelShape m;
+  m.name = cfg->name;
+  m.layers = cfg->layers;
+  m.hidden = cfg->hidden;
+  m.ffn = cfg->ffn;
+  m.heads = cfg->heads;
+  m.vocab = cfg->vocab;
+  m.max_positions = cfg->max_positions;
+  m.weight_bytes = weight_bytes;
+  m.kv_bytes = weight_bytes;
+  m.act_bytes = act_bytes;
+  return m;
+}
+
+policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
+                           int prompt_len, int gen_len, const policy::KvPolicy& kv,
+                           const policy::HardwareLimits& limits) {
+  policy::Workload w{prompt_len, gen_len, kv};
+  const policy::SearchResult r = policy::search_policy(model, hw, w, limits);
+  H2OFLEX_INPUT_CHECK(r.found, "policy: auto: no policy fits ", model.name, " (prompt ", prompt_len,
+                      ", gen ", gen_len, ", kv ", kv.summary(), ") on ", hw.name, ": ", r.why_not);
+  return r.policy;
+}
+
+int run_plan(const PlanOptions& o) {
+  const policy::HardwareProfile hw = policy::load_hardware_profile(o.hardware_path);
+  const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
+  H2OFLEX_INPUT_CHECK(o.prompt_len >= 1 && o.gen_len >= 1, "plan: --prompt-len ", o.prompt_len,
+                      " and --gen-len ", o.gen_len, " must be >= 1");
+  const policy::ModelShape m = model_shape_for(o.model);
+  const policy::Workload w{o.prompt_len, o.gen_len, kv};
+  const policy::SearchResult r = policy::search_policy(m, hw, w, o.limits);
+  H2OFLEX_INPUT_CHECK(r.found, "plan: no policy fits ", m.name, " on ", hw.name, ": ", r.why_not);
+  const policy::Policy& p = r.policy;
+  const policy::CostEstimate& e = r.estimate;
+  std::printf("model: %s  hardware: %s (%s)  prompt %d + gen %d  kv %s\n", m.name.c_str(),
+              hw.name.c_str(), hw.compute_device == policy::ComputeDevice::Gpu ? "gpu" : "cpu",
+              o.prompt_len, o.gen_len, kv.summary().c_str());
+  std::printf("batch: gpu_batch_size %d x num_gpu_batches %d = %d sequences\n", p.gpu_batch_size,
+              p.num_gpu_batches, p.block_size());
+  std::printf("weights:     gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.w_gpu, p.w_cpu,
+              p.w_disk());
+  std::printf("cache:       gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.cache_gpu, p.cache_cpu,
+              p.cache_disk());
+  std::printf("activations: gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.act_gpu, p.act_cpu,
+              p.act_disk());
+  std::printf("cpu_cache_compute: %s  overlap: %s\n", p.cpu_cache_compute ? "true" : "false",
+              p.overlap ? "true" : "false");
+  std::printf("percent (FlexGen order): %s\n", p.percent_string().c_str());
+  std::printf("predicted: prefill %.3f token/s  decode %.3f token/s  total %.3f token/s\n",
+              e.prefill_tok_s, e.decode_tok_s, e.total_tok_s);
+  std::printf(
+      "predicted latency: prefill %.3f s  decode %.3f s  total %.3f s  (bottleneck: %s / %s)\n",
+      e.prefill_s, e.decode_s, e.total_s, e.prefill.bottleneck.c_str(),
+      e.decode.bottleneck.c_str());
+  std::printf("peak memory: device %s of %s  host %s of %s  disk %s of %s\n",
+              format_bytes(e.peak.device).c_str(), format_bytes(r.capacity.device).c_str(),
+              format_bytes(e.peak.host).c_str(), format_bytes(r.capacity.host).c_str(),
+              format_bytes(e.peak.disk).c_str(), format_bytes(r.capacity.disk).c_str());
+  std::printf("searched %ld policies in %.2f s\n", r.evaluated, r.seconds);
+  if (!o.json_out.empty()) {
+    nlohmann::json j;
+    nlohmann::json pj;
+    for (const auto& [k, v] : policy::describe(p)) {
+      std::visit([&](const auto& x) { pj[k] = x; }, v);
+    }
+    j["model"] = m.name;
+    j["hardware"] = hw.name;
+    j["prompt_len"] = o.prompt_len;
+    j["gen_len"] = o.gen_len;
+    j["kv"] = kv.summary();
+    j["policy"] = pj;
+    j["predicted"] = {{"prefill_tok_s", e.prefill_tok_s},
+                      {"decode_tok_s", e.decode_tok_s},
+                      {"total_tok_s", e.total_tok_s},
+                      {"prefill_s", e.prefill_s},
+                      {"decode_s", e.decode_s}};
+    j["peak_bytes"] = {{"device", e.peak.device}, {"host", e.peak.host}, {"disk", e.peak.disk}};
+    j["capacity_bytes"] = {
+        {"device", r.capacity.device}, {"host", r.capacity.host}, {"disk", r.capacity.disk}};
+    j["search_seconds"] = r.seconds;
+    std::ofstream out(o.json_out);
+    H2OFLEX_INPUT_CHECK(out.good(), o.json_out, ": cannot write");
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,40 @@
+// `h2oflex plan`: the best policy the cost model finds for a model, a machine and a workload;
+// and `plan_policy`, which a run config's `policy: auto` resolves through.
+#pragma once
+
+#include <string>
+
+#include "policy/cost_model.h"
+#include "policy/hardware.h"
+#include "policy/placement.h"
+#include "policy/search.h"
+
+namespace h2oflex {
+
+struct PlanOptions {
+  std::string model;          // "opt-30b"
+  std::string hardware_path;  // a hardware profile YAML
+  int prompt_len = 512;
+  int gen_len = 32;
+  std::string kv = "full";        // "full", "h2o:0.1,0.1", "streaming:4,60"
+  policy::HardwareLimits limits;  // optional tighter budgets (0 = the profile's sizes)
+  std::string json_out;           // optional: write the plan as JSON here
+};
+
+// The cost model's view of an OPT model. Element sizes: `weight_bytes` for weights and KV
+// (2 = fp16/bf16, 4 = f32), `act_bytes` for hidden states moved between tiers.
+// Throws InputError for a name outside the OPT family.
+policy::ModelShape model_shape_for(const std::string& model, double weight_bytes = 2,
+                                   double act_bytes = 2);
+
+// Best policy within the profile's memory (times its usable_fraction) and `limits`.
+// Throws InputError when nothing fits, naming the tier that does not.
+policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
+                           int prompt_len, int gen_len, const policy::KvPolicy& kv,
+                           const policy::HardwareLimits& limits = {});
+
+// Prints the plan (batch shape, percentages, delegation, predicted throughput, per-tier
+// memory) to stdout; returns the exit code.
+int run_plan(const PlanOptions& options);
+
+}  // namespace h2oflex

@@ -1,0 +1,213 @@
+// Policy, limits and KV-rule parsing: accepted forms and the messages of rejected ones.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+#include "policy/byte_size.h"
+#include "policy/placement.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex::policy {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError>";
+}
+
+TEST(ByteSize, UnitsArePowersOf1000Or1024) {
+  EXPECT_EQ(parse_byte_size("16GiB", "x"), 16ull << 30);
+  EXPECT_EQ(parse_byte_size("512MiB", "x"), 512ull << 20);
+  EXPECT_EQ(parse_byte_size("1.5GB", "x"), 1500000000ull);
+  EXPECT_EQ(parse_byte_size("1.5TiB", "x"), 3ull << 39);
+  EXPECT_EQ(parse_byte_size("4096", "x"), 4096ull);
+  EXPECT_EQ(parse_byte_size(" 8 gib ", "x"), 8ull << 30);
+  EXPECT_NE(error_of([] {
+              parse_byte_size("16 parsecs", "hardware.host_mem");
+            }).find("hardware.host_mem: '16 parsecs' is not a byte size"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_byte_size("", "k"); }).find("k:"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_byte_size("1.5", "k"); }).find("fractional"), std::string::npos);
+}
+
+TEST(Policy, ParsesEveryField) {
+  const Policy p = parse_policy(YAML::Load(R"(
+    gpu_batch_size: 48
+    num_gpu_batches: 3
+    weights: {gpu: 20, cpu: 80}
+    cache: {gpu: 0, cpu: 100}
+    activations: {gpu: 0, cpu: 100}
+    overlap: false
+    cpu_cache_compute: true
+    pin_weight: false)"));
+  EXPECT_EQ(p.gpu_batch_size, 48);
+  EXPECT_EQ(p.num_gpu_batches, 3);
+  EXPECT_EQ(p.block_size(), 144);
+  EXPECT_DOUBLE_EQ(p.w_gpu, 20);
+  EXPECT_DOUBLE_EQ(p.w_cpu, 80);
+  EXPECT_DOUBLE_EQ(p.w_disk(), 0);
+  EXPECT_DOUBLE_EQ(p.cache_cpu, 100);
+  EXPECT_DOUBLE_EQ(p.act_gpu, 0);
+  EXPECT_FALSE(p.overlap);
+  EXPECT_TRUE(p.cpu_cache_compute);
+  EXPECT_FALSE(p.pin_weight);
+  EXPECT_EQ(p.percent_string(), "20 80 0 100 0 100");
+}
+
+TEST(Policy, DiskGetsTheRestAndCpuOnlySplitsImplyNoGpu) {
+  const Policy p = parse_policy(YAML::Load("{weights: {cpu: 50}, cache: {gpu: 10, cpu: 20}}"));
+  EXPECT_DOUBLE_EQ(p.w_gpu, 0);
+  EXPECT_DOUBLE_EQ(p.w_disk(), 50);
+  EXPECT_DOUBLE_EQ(p.cache_disk(), 70);
+  EXPECT_DOUBLE_EQ(p.act_gpu, 100);  // default
+}
+
+TEST(Policy, ErrorsNameTheFullKeyPath) {
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weights: {gpu: 120, cpu: 0}}"));
+            }).find("policy.weights.gpu: 120 is not a percentage in [0, 100]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{cache: {gpu: -5}}"));
+            }).find("policy.cache.gpu: -5 is not a percentage"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{activations: {gpu: 60, cpu: 50}}"));
+            }).find("policy.activations: gpu 60 + cpu 50 = 110 exceeds 100"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weights: {gpu: 10, tpu: 5}}"));
+            }).find("policy.weights.tpu: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{gpu_batch_sz: 4}"));
+            }).find("policy.gpu_batch_sz: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{gpu_batch_size: many}"));
+            }).find("policy.gpu_batch_size: 'many' is not an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{gpu_batch_size: 0}"));
+            }).find("policy.gpu_batch_size: 0 must be in [1"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{overlap: perhaps}"));
+            }).find("policy.overlap: 'perhaps' is not a boolean"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weights: 50}"));
+            }).find("policy.weights: expected a mapping"),
+            std::string::npos);
+  // A caller-supplied prefix is kept.
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weights: {gpu: 101}}"), "rows[2].policy");
+            }).find("rows[2].policy.weights.gpu: 101"),
+            std::string::npos);
+}
+
+TEST(Policy, AutoSection) {
+  EXPECT_TRUE(parse_policy_section(YAML::Load("auto")).is_auto);
+  EXPECT_FALSE(parse_policy_section(YAML::Load("{gpu_batch_size: 2}")).is_auto);
+  EXPECT_NE(error_of([] {
+              parse_policy_section(YAML::Load("automatic"));
+            }).find("policy: 'automatic' is neither 'auto' nor a mapping"),
+            std::string::npos);
+}
+
+TEST(Policy, DescribeEchoesResolvedValues) {
+  Policy p;
+  p.gpu_batch_size = 8;
+  p.num_gpu_batches = 2;
+  p.w_gpu = 30;
+  p.w_cpu = 50;
+  const auto d = describe(p);
+  EXPECT_EQ(std::get<double>(d.at("block_size")), 16);
+  EXPECT_EQ(std::get<double>(d.at("w_disk")), 20);
+  EXPECT_EQ(std::get<bool>(d.at("cpu_cache_compute")), false);
+}
+
+TEST(HardwareLimits, ParsesSizes) {
+  const HardwareLimits h = parse_hardware_limits(
+      YAML::Load("{device_mem: 16GiB, host_mem: 1.5GB, disk_mem: 4096, disk_path: /mnt/nvme}"));
+  EXPECT_EQ(h.device_mem, 16ull << 30);
+  EXPECT_EQ(h.host_mem, 1500000000ull);
+  EXPECT_EQ(h.disk_mem, 4096ull);
+  EXPECT_EQ(h.disk_path, "/mnt/nvme");
+  EXPECT_NE(error_of([] {
+              parse_hardware_limits(YAML::Load("{host_mem: lots}"));
+            }).find("hardware.host_mem"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_hardware_limits(YAML::Load("{ram: 1GiB}"));
+            }).find("hardware.ram: unknown key"),
+            std::string::npos);
+}
+
+TEST(KvPolicy, H2OBudgetFromRatiosOrTokens) {
+  const KvPolicy kv =
+      parse_kv_policy(YAML::Load("{policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"));
+  EXPECT_EQ(kv.kind, KvPolicy::Kind::H2O);
+  EXPECT_EQ(kv.heavy(512), 51);  // floor(51.2)
+  EXPECT_EQ(kv.recent(512), 51);
+  EXPECT_EQ(kv.budget(512), 102);
+  EXPECT_EQ(kv.heavy(5), 1);  // max(1, floor(0.5))
+  const KvPolicy t =
+      parse_kv_policy(YAML::Load("{policy: h2o, heavy_tokens: 7, recent_ratio: 0.25}"));
+  EXPECT_EQ(t.heavy(100), 7);
+  EXPECT_EQ(t.recent(100), 25);
+  const KvPolicy s =
+      parse_kv_policy(YAML::Load("{policy: streaming, sink_tokens: 4, recent_tokens: 60}"));
+  EXPECT_EQ(s.heavy(1000), 4);
+  EXPECT_EQ(s.budget(1000), 64);
+  const KvPolicy f = parse_kv_policy(YAML::Load("{policy: full}"));
+  EXPECT_FALSE(f.bounded());
+  EXPECT_EQ(f.budget(100), KvPolicy::kUnbounded);
+}
+
+TEST(KvPolicy, Errors) {
+  EXPECT_NE(error_of([] {
+              parse_kv_policy(YAML::Load("{policy: lru}"));
+            }).find("kv.policy: 'lru' is not a kv policy"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_kv_policy(YAML::Load("{policy: h2o, heavy_ratio: 1.5, recent_ratio: 0.1}"));
+            }).find("kv.heavy_ratio: 1.5 is not a fraction"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_kv_policy(YAML::Load("{policy: full, heavy_ratio: 0.1}"));
+            }).find("kv.heavy_ratio: not used"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_kv_policy(YAML::Load("{policy: h2o, recent_ratio: 0.1}"));
+            }).find("h2o needs heavy_ratio or heavy_tokens"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_kv_policy(
+                  YAML::Load("{policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1, window: 3}"));
+            }).find("kv.window: unknown key"),
+            std::string::npos);
+}
+
+TEST(KvPolicy, CommandLineSpec) {
+  EXPECT_EQ(parse_kv_spec("full").kind, KvPolicy::Kind::Full);
+  const KvPolicy h = parse_kv_spec("h2o:0.1,0.1");
+  EXPECT_EQ(h.kind, KvPolicy::Kind::H2O);
+  EXPECT_EQ(h.budget(512), 102);
+  const KvPolicy t = parse_kv_spec("h2o:20,30");
+  EXPECT_EQ(t.budget(512), 50);
+  const KvPolicy s = parse_kv_spec("streaming:4,60");
+  EXPECT_EQ(s.kind, KvPolicy::Kind::Streaming);
+  EXPECT_EQ(s.budget(512), 64);
+  EXPECT_NE(error_of([] { parse_kv_spec("h2o:0.1"); }).find("--kv 'h2o:0.1'"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_kv_spec("h2o:x,y"); }).find("numbers"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_kv_spec("lru:1,2"); }).find("expected full"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace h2oflex::policy

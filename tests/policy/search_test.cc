@@ -1,0 +1,99 @@
+// The policy search: fits its budgets, beats hand-written and sampled policies, and is fast.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+
+#include "policy/search.h"
+
+namespace h2oflex::policy {
+namespace {
+
+HardwareProfile t4() {
+  return load_hardware_profile(std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/t4.yaml");
+}
+
+ModelShape opt(int layers, int hidden, int heads) {
+  ModelShape m;
+  m.name = "opt";
+  m.layers = layers;
+  m.hidden = hidden;
+  m.ffn = 4 * hidden;
+  m.heads = heads;
+  return m;
+}
+
+TEST(Search, Opt175BUnderTenSecondsAndFits) {
+  const HardwareProfile hw = t4();
+  for (const char* kv : {"full", "h2o"}) {
+    Workload w;
+    if (std::string(kv) == "h2o") {
+      w.kv.kind = KvPolicy::Kind::H2O;
+      w.kv.heavy_ratio = w.kv.recent_ratio = 0.1;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const SearchResult r = search_policy(opt(96, 12288, 96), hw, w);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(r.found) << kv;
+    EXPECT_LT(s, 10.0) << kv;
+    EXPECT_TRUE(memory_violation(r.estimate.peak, r.capacity).empty()) << r.policy.summary();
+    EXPECT_NEAR(r.capacity.device, 0.8 * 16 * 1073741824.0, 1);
+    EXPECT_GT(r.estimate.total_tok_s, 0);
+  }
+}
+
+// Every policy a person might write, or a random one, that fits is no faster than the search's.
+TEST(Search, AtLeastAsFastAsHandWrittenAndSampledPolicies) {
+  const HardwareProfile hw = t4();
+  const ModelShape m = opt(48, 7168, 56);
+  for (double ratio : {0.0, 0.1}) {
+    Workload w;
+    if (ratio > 0) {
+      w.kv.kind = KvPolicy::Kind::H2O;
+      w.kv.heavy_ratio = w.kv.recent_ratio = ratio;
+    }
+    const SearchResult r = search_policy(m, hw, w);
+    ASSERT_TRUE(r.found);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> pct(0, 10), gbs_pick(0, 7), ngb_pick(1, 40), coin(0, 1);
+    const int sizes[] = {1, 2, 4, 8, 16, 32, 48, 64};
+    int fitting = 0;
+    for (int i = 0; i < 3000 && fitting < 300; ++i) {
+      Policy p;
+      p.gpu_batch_size = sizes[gbs_pick(rng)];
+      p.num_gpu_batches = ngb_pick(rng);
+      p.w_gpu = 10 * pct(rng);
+      p.w_cpu = std::min(100 - p.w_gpu, 10.0 * pct(rng));
+      p.cache_gpu = 10 * pct(rng);
+      p.cache_cpu = std::min(100 - p.cache_gpu, 10.0 * pct(rng));
+      p.act_gpu = coin(rng) ? 100 : 0;
+      p.act_cpu = 100 - p.act_gpu;
+      p.cpu_cache_compute = coin(rng);
+      if (!memory_violation(estimate_memory(m, p, w).peak, r.capacity).empty()) continue;
+      ++fitting;
+      EXPECT_LE(estimate_cost(m, hw, p, w).total_tok_s, r.estimate.total_tok_s * 1.0001)
+          << p.summary() << " beats " << r.policy.summary();
+    }
+    EXPECT_GT(fitting, 50);
+  }
+}
+
+TEST(Search, RespectsTighterLimitsAndExplainsFailure) {
+  const HardwareProfile hw = t4();
+  const ModelShape m = opt(48, 7168, 56);
+  Workload w;
+  HardwareLimits tight;
+  tight.host_mem = 40ull << 30;
+  const SearchResult r = search_policy(m, hw, w, tight);
+  ASSERT_TRUE(r.found);
+  EXPECT_LE(r.estimate.peak.host, 40.0 * 1073741824.0);
+  EXPECT_GT(r.policy.w_disk(), 0);  // 56 GB of weights cannot sit in 40 GiB of host + GPU
+  HardwareLimits impossible;
+  impossible.device_mem = 1 << 20;  // 1 MiB of GPU memory cannot hold a layer's working set
+  const SearchResult none = search_policy(m, hw, w, impossible);
+  EXPECT_FALSE(none.found);
+  EXPECT_NE(none.why_not.find("device: estimated peak"), std::string::npos) << none.why_not;
+}
+
+}  // namespace
+}  // namespace h2oflex::policy
