@@ -1,0 +1,178 @@
+// Causal prefill attention over a left-padded prompt, with H2O per-key column sums.
+//
+// Kernel 1 gives one block to each (sequence, head, query row): the row's scores live in shared
+// memory, softmax is fp32, and the row's max and normalizer are kept when column sums are
+// wanted. Kernel 2 gives one block to each (sequence, head, key column) and recomputes the
+// column's probabilities from those row statistics, adding them in a fixed order: the column
+// sums come out deterministic (no atomics), so H2O keeps the same tokens on every run.
+//
+// Layout: q/k/v/out [b, s, h, d]; element (bi, t, hi, :) starts at ((bi * s + t) * h + hi) * d.
+#include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/kernel_utils.cuh"
+#include "runtime/cuda/scratch.h"
+#include "runtime/cuda/streams.h"
+
+namespace h2oflex::cuda {
+namespace {
+
+constexpr int kThreads = 128;  // 4 warps: one key (kernel 1) or query (kernel 2) per warp
+constexpr int kWarps = kThreads / kWarpSize;
+
+struct PrefillShape {
+  int s = 0, h = 0, d = 0;
+  float scale = 1.0f;
+};
+
+__device__ __forceinline__ int64_t token_offset(int64_t bi, int64_t t, int64_t hi,
+                                                const PrefillShape& sh) {
+  return ((bi * sh.s + t) * sh.h + hi) * sh.d;
+}
+
+// grid (s, h, sequences in this chunk); dynamic shared memory: d + s floats.
+__global__ void prefill_rows_kernel(const float* q, const float* k, const float* v, float* out,
+                                    PrefillShape sh, SeqInts pad, int64_t first_seq, float* row_max,
+                                    float* row_sum) {
+  extern __shared__ float smem[];
+  __shared__ float scratch[kWarpSize];
+  const int i = blockIdx.x;
+  const int hi = blockIdx.y;
+  const int64_t bi = first_seq + blockIdx.z;
+  const int p0 = pad.v[blockIdx.z];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t stride = static_cast<int64_t>(sh.h) * sh.d;  // between positions of one head
+  float* oi = out + token_offset(bi, i, hi, sh);
+  const int64_t stat = (bi * sh.h + hi) * sh.s + i;
+
+  if (i < p0) {  // a padding query row attends to nothing
+    for (int t = threadIdx.x; t < sh.d; t += blockDim.x) oi[t] = 0.0f;
+    if (row_max != nullptr && threadIdx.x == 0) {
+      row_max[stat] = 0.0f;
+      row_sum[stat] = 1.0f;
+    }
+    return;
+  }
+
+  float* qs = smem;
+  float* sc = smem + sh.d;
+  const float* qi = q + token_offset(bi, i, hi, sh);
+  for (int t = threadIdx.x; t < sh.d; t += blockDim.x) qs[t] = qi[t];
+  __syncthreads();
+
+  // Keys p0..i; sc[j] holds key p0 + j.
+  const int n_keys = i - p0 + 1;
+  const float* k0 = k + token_offset(bi, p0, hi, sh);
+  for (int j = warp; j < n_keys; j += kWarps) {
+    const float dot = warp_dot(qs, k0 + j * stride, sh.d);
+    if (lane == 0) sc[j] = dot * sh.scale;
+  }
+  __syncthreads();
+
+  float mx = -INFINITY;
+  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) mx = fmaxf(mx, sc[j]);
+  mx = block_max(mx, scratch);
+  float sum = 0.0f;
+  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
+    const float e = expf(sc[j] - mx);
+    sc[j] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, scratch);  // also makes every sc[j] visible to the whole block
+  const float inv = 1.0f / sum;
+
+  const float* v0 = v + token_offset(bi, p0, hi, sh);
+  for (int t = threadIdx.x; t < sh.d; t += blockDim.x) {
+    float acc = 0.0f;
+    for (int j = 0; j < n_keys; ++j) acc = fmaf(sc[j] * inv, v0[j * stride + t], acc);
+    oi[t] = acc;
+  }
+  if (row_max != nullptr && threadIdx.x == 0) {
+    row_max[stat] = mx;
+    row_sum[stat] = sum;
+  }
+}
+
+// grid (s, h, sequences in this chunk); dynamic shared memory: d floats (the key).
+// colsum[bi, hi, j] = Σ over real query rows i >= j of P[i, j]; 0 for padding keys.
+__global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillShape sh, SeqInts pad,
+                                      int64_t first_seq, const float* row_max, const float* row_sum,
+                                      float* colsum) {
+  extern __shared__ float ks[];
+  __shared__ float partial[kWarps];
+  const int j = blockIdx.x;
+  const int hi = blockIdx.y;
+  const int64_t bi = first_seq + blockIdx.z;
+  const int p0 = pad.v[blockIdx.z];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t stride = static_cast<int64_t>(sh.h) * sh.d;
+  const int64_t stat0 = (bi * sh.h + hi) * sh.s;
+  if (j < p0) {
+    if (threadIdx.x == 0) colsum[stat0 + j] = 0.0f;
+    return;
+  }
+  const float* kj = k + token_offset(bi, j, hi, sh);
+  for (int t = threadIdx.x; t < sh.d; t += blockDim.x) ks[t] = kj[t];
+  __syncthreads();
+
+  const float* q0 = q + token_offset(bi, 0, hi, sh);
+  float acc = 0.0f;  // identical in every lane of a warp
+  for (int i = j + warp; i < sh.s; i += kWarps) {
+    // Same operand order as kernel 1 (query first), so the score is bit-identical.
+    const float dot = warp_dot(q0 + i * stride, ks, sh.d);
+    acc += expf(dot * sh.scale - row_max[stat0 + i]) / row_sum[stat0 + i];
+  }
+  if (lane == 0) partial[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int w = 0; w < kWarps; ++w) total += partial[w];
+    colsum[stat0 + j] = total;
+  }
+}
+
+}  // namespace
+
+void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
+  const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3);
+  if (b == 0 || s == 0 || h == 0) return;
+  H2OFLEX_CHECK(s <= 0x7fffffff && h <= 65535 && d <= 0x7fffffff, "attention_prefill: shape ",
+                shape_str(q.shape()), " exceeds the launch grid");
+  cudaStream_t stream = current_stream();
+  PrefillShape sh;
+  sh.s = static_cast<int>(s);
+  sh.h = static_cast<int>(h);
+  sh.d = static_cast<int>(d);
+  sh.scale = scale;
+
+  DeviceScratch stats;
+  float* row_max = nullptr;
+  float* row_sum = nullptr;
+  if (colsum != nullptr) {
+    const int64_t n = b * h * s;
+    stats = DeviceScratch(static_cast<size_t>(2 * n) * sizeof(float), stream);
+    row_max = stats.as<float>();
+    row_sum = row_max + n;
+  }
+
+  const size_t rows_smem = static_cast<size_t>(d + s) * sizeof(float);
+  allow_dynamic_smem(prefill_rows_kernel, rows_smem, "attention_prefill");
+  const size_t col_smem = static_cast<size_t>(d) * sizeof(float);
+  allow_dynamic_smem(prefill_colsum_kernel, col_smem, "attention_prefill column sums");
+
+  for_each_seq_chunk(pad, b, [&](int64_t first, int count, const SeqInts& chunk) {
+    const dim3 grid(static_cast<unsigned>(s), static_cast<unsigned>(h),
+                    static_cast<unsigned>(count));
+    prefill_rows_kernel<<<grid, kThreads, rows_smem, stream>>>(
+        q.data<const float>(), k.data<const float>(), v.data<const float>(), out.data<float>(), sh,
+        chunk, first, row_max, row_sum);
+    CUDA_CHECK_LAUNCH();
+    if (colsum != nullptr) {
+      prefill_colsum_kernel<<<grid, kThreads, col_smem, stream>>>(
+          q.data<const float>(), k.data<const float>(), sh, chunk, first, row_max, row_sum,
+          colsum->data<float>());
+      CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,13 @@
+// The calling thread's cuBLAS handle, bound to the stream its ops run on.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+namespace h2oflex::cuda {
+
+// Created on first use per thread (cuBLAS handles are not meant to be shared between threads
+// that use them concurrently) and bound to `stream` on every call.
+cublasHandle_t cublas_handle(cudaStream_t stream);
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,120 @@
+#include "runtime/cuda/device_memory.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/streams.h"
+
+namespace h2oflex::cuda {
+
+struct DeviceMemory::State {
+  std::mutex mu;
+  size_t budget = 0;
+  size_t used = 0;
+  size_t peak = 0;
+};
+
+DeviceMemory::DeviceMemory(size_t budget_bytes) : state_(std::make_shared<State>()) {
+  state_->budget = budget_bytes;
+}
+
+std::shared_ptr<void> DeviceMemory::allocate(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (bytes > state_->budget - std::min(state_->used, state_->budget)) {
+      throw DeviceBudgetError(::h2oflex::detail::concat(
+          "device memory budget exceeded: request of ", bytes, " bytes with ", state_->used, " of ",
+          state_->budget, " bytes in use"));
+    }
+    state_->used += bytes;
+    state_->peak = std::max(state_->peak, state_->used);
+  }
+  void* ptr = nullptr;
+  const cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->used -= bytes;
+    throw CudaError(::h2oflex::detail::concat("cudaMalloc(", bytes,
+                                              " bytes) failed: ", cudaGetErrorName(err), " (",
+                                              cudaGetErrorString(err), ")"));
+  }
+  std::shared_ptr<State> state = state_;
+  return std::shared_ptr<void>(ptr, [state, bytes](void* p) {
+    cudaFree(p);  // a deleter must not throw
+    std::lock_guard<std::mutex> lock(state->mu);
+    state->used -= bytes;
+  });
+}
+
+Tensor DeviceMemory::allocate_tensor(Shape shape, DType dtype) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  std::shared_ptr<void> mem = allocate(bytes);
+  void* ptr = mem.get();
+  return Tensor::wrap(ptr, std::move(shape), dtype, Device::CUDA, std::move(mem));
+}
+
+size_t DeviceMemory::budget() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->budget;
+}
+
+size_t DeviceMemory::used() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->used;
+}
+
+size_t DeviceMemory::peak() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->peak;
+}
+
+Tensor device_empty(Shape shape, DType dtype) {
+  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (bytes == 0) return Tensor::wrap(nullptr, std::move(shape), dtype, Device::CUDA);
+  void* ptr = nullptr;
+  CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  std::shared_ptr<void> holder(ptr, [](void* p) { cudaFree(p); });
+  return Tensor::wrap(ptr, std::move(shape), dtype, Device::CUDA, std::move(holder));
+}
+
+Tensor device_zeros(Shape shape, DType dtype) {
+  Tensor t = device_empty(std::move(shape), dtype);
+  if (t.nbytes() > 0) {
+    cudaStream_t stream = current_stream();
+    CUDA_CHECK(cudaMemsetAsync(t.raw(), 0, t.nbytes(), stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+  return t;
+}
+
+void copy_async(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
+  H2OFLEX_CHECK(dst.nbytes() == src.nbytes(), "copy of ", src.nbytes(), " bytes into ",
+                dst.nbytes(), " bytes");
+  if (src.nbytes() == 0) return;
+  // Unified addressing lets the runtime infer the direction from the pointers.
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.nbytes(), cudaMemcpyDefault, stream));
+}
+
+Tensor to_device(const Tensor& host) {
+  H2OFLEX_CHECK(host.device() == Device::CPU, "to_device expects a host tensor");
+  Tensor dev = device_empty(host.shape(), host.dtype());
+  cudaStream_t stream = current_stream();
+  copy_async(dev, host, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return dev;
+}
+
+Tensor to_host(const Tensor& device) {
+  H2OFLEX_CHECK(device.device() == Device::CUDA, "to_host expects a device tensor");
+  Tensor host = Tensor::empty(device.shape(), device.dtype());
+  cudaStream_t stream = current_stream();
+  copy_async(host, device, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,114 @@
+#include "runtime/cuda/streams.h"
+
+#include <utility>
+
+#include "runtime/cuda/cuda_check.h"
+
+namespace h2oflex::cuda {
+
+std::string_view stream_name(StreamKind kind) {
+  switch (kind) {
+    case StreamKind::Compute:
+      return "compute";
+    case StreamKind::WeightLoad:
+      return "weight_load";
+    case StreamKind::CacheLoad:
+      return "cache_load";
+    case StreamKind::CacheStore:
+      return "cache_store";
+  }
+  return "unknown";
+}
+
+Streams::Streams() {
+  for (auto& s : streams_) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+}
+
+Streams::~Streams() {
+  // Errors are ignored: destructors must not throw, and at process exit the driver may already
+  // have torn the context down.
+  for (auto& s : streams_) {
+    if (s != nullptr) cudaStreamDestroy(s);
+  }
+}
+
+void Streams::synchronize(StreamKind kind) const {
+  CUDA_CHECK(cudaStreamSynchronize(get(kind)));
+}
+
+void Streams::synchronize_all() const {
+  for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+Streams& streams() {
+  // Never destroyed: destroying streams after the CUDA runtime has shut down at exit is an error.
+  static Streams* const instance = new Streams();
+  return *instance;
+}
+
+namespace {
+thread_local cudaStream_t tls_stream = nullptr;
+thread_local bool tls_has_stream = false;
+}  // namespace
+
+cudaStream_t current_stream() {
+  return tls_has_stream ? tls_stream : streams().get(StreamKind::Compute);
+}
+
+StreamScope::StreamScope(cudaStream_t stream)
+    : previous_(tls_stream), had_previous_(tls_has_stream) {
+  tls_stream = stream;
+  tls_has_stream = true;
+}
+
+StreamScope::~StreamScope() {
+  tls_stream = previous_;
+  tls_has_stream = had_previous_;
+}
+
+Event::Event(bool timing) {
+  CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
+
+Event::~Event() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+Event::Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::record(cudaStream_t stream) {
+  CUDA_CHECK(cudaEventRecord(event_, stream));
+}
+
+void Event::wait(cudaStream_t stream) const {
+  CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0));
+}
+
+void Event::synchronize() const {
+  CUDA_CHECK(cudaEventSynchronize(event_));
+}
+
+bool Event::ready() const {
+  const cudaError_t err = cudaEventQuery(event_);
+  if (err == cudaErrorNotReady) return false;  // an answer, not an error
+  CUDA_CHECK(err);
+  return true;
+}
+
+float Event::elapsed_ms(const Event& start) const {
+  float ms = 0.0f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+  return ms;
+}
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,82 @@
+// Named CUDA streams (compute, weight load, cache load, cache store) and events, so the pipeline
+// can overlap I/O with compute and order them with record/wait instead of device-wide syncs.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <string_view>
+
+namespace h2oflex::cuda {
+
+enum class StreamKind : int { Compute = 0, WeightLoad = 1, CacheLoad = 2, CacheStore = 3 };
+inline constexpr int kNumStreamKinds = 4;
+
+std::string_view stream_name(StreamKind kind);
+
+// One non-blocking stream per kind on the current device. Non-blocking: none of them
+// synchronizes implicitly with the legacy default stream, so all ordering is explicit.
+class Streams {
+ public:
+  Streams();
+  ~Streams();
+  Streams(const Streams&) = delete;
+  Streams& operator=(const Streams&) = delete;
+
+  cudaStream_t get(StreamKind kind) const { return streams_[static_cast<int>(kind)]; }
+  void synchronize(StreamKind kind) const;
+  void synchronize_all() const;
+
+ private:
+  std::array<cudaStream_t, kNumStreamKinds> streams_{};
+};
+
+// The process-wide stream set, created on first use (on the device current at that time).
+Streams& streams();
+
+// The stream this thread's ops run on: the compute stream unless a StreamScope says otherwise.
+cudaStream_t current_stream();
+
+// Runs this thread's ops on `stream` while the scope lives (scopes nest).
+class StreamScope {
+ public:
+  explicit StreamScope(cudaStream_t stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+ private:
+  cudaStream_t previous_;
+  bool had_previous_;
+};
+
+// A CUDA event: record it on one stream, make another stream (or the host) wait for it.
+class Event {
+ public:
+  // `timing` enables elapsed_ms; without it events are cheaper.
+  explicit Event(bool timing = false);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+
+  void record(cudaStream_t stream);
+  void record(StreamKind kind) { record(streams().get(kind)); }
+  // Work submitted to `stream` after this call starts only once the event has completed.
+  void wait(cudaStream_t stream) const;
+  void wait(StreamKind kind) const { wait(streams().get(kind)); }
+  // Blocks the host until the event has completed.
+  void synchronize() const;
+  // True if the work before the event has completed (does not block).
+  bool ready() const;
+  // Milliseconds between `start` (recorded earlier) and this event; both need timing.
+  float elapsed_ms(const Event& start) const;
+
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace h2oflex::cuda

@@ -1,0 +1,175 @@
+// CUDA runtime pieces: error macros, device probe, Philox parity, streams/events, device memory
+// budget and pinned registration. The first three need no GPU and always run.
+#include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+
+#ifdef H2OFLEX_WITH_CUDA
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/core/rng.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/philox.h"
+#include "runtime/cuda/philox_device.h"
+#include "runtime/cuda/streams.h"
+
+namespace h2oflex {
+namespace {
+
+cudaError_t failing_call() {
+  return cudaErrorInvalidValue;
+}
+cublasStatus_t failing_blas_call() {
+  return CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+TEST(CudaCheck, ThrowsWithCallFileLineAndErrorText) {
+  try {
+    CUDA_CHECK(failing_call());
+    FAIL() << "CUDA_CHECK did not throw";
+  } catch (const cuda::CudaError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("failing_call()"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("runtime_test.cc:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cudaErrorInvalidValue"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(cudaGetErrorString(cudaErrorInvalidValue)), std::string::npos) << msg;
+  }
+  EXPECT_NO_THROW(CUDA_CHECK(cudaSuccess));
+}
+
+TEST(CudaCheck, CublasThrowsWithStatusName) {
+  try {
+    CUBLAS_CHECK(failing_blas_call());
+    FAIL() << "CUBLAS_CHECK did not throw";
+  } catch (const InternalError& e) {  // CudaError is an InternalError
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("failing_blas_call()"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("CUBLAS_STATUS_NOT_INITIALIZED"), std::string::npos) << msg;
+  }
+}
+
+TEST(CudaDevice, ProbeNeverThrowsAndExplainsAbsence) {
+  bool available = false;
+  EXPECT_NO_THROW(available = cuda::cuda_device_available());
+  if (!available) {
+    EXPECT_FALSE(cuda::cuda_unavailable_reason().empty());
+  } else {
+    EXPECT_TRUE(cuda::cuda_unavailable_reason().empty());
+    EXPECT_FALSE(cuda::device_description().empty());
+  }
+}
+
+// The device Philox is compiled for the host too: it must reproduce the core generator exactly.
+TEST(Philox, HostBuildOfDeviceCodeMatchesCoreGenerator) {
+  const uint64_t keys[] = {0, 1, 0xdeadbeefcafef00dull, ~0ull};
+  for (uint64_t key : keys) {
+    for (uint64_t hi : {uint64_t{0}, uint64_t{7}, uint64_t{1} << 40}) {
+      for (uint64_t lo = 0; lo < 64; ++lo) {
+        const auto want = philox4x32(key, hi, lo * 0x9E3779B97F4A7C15ull);
+        const auto got = cuda::philox4x32_10(key, hi, lo * 0x9E3779B97F4A7C15ull);
+        for (int j = 0; j < 4; ++j) ASSERT_EQ(got.w[j], want[j]) << key << " " << hi << " " << lo;
+      }
+    }
+  }
+  for (uint32_t x : {0u, 1u, 255u, 256u, 0x7fffffffu, 0xffffffffu, 0x12345678u}) {
+    EXPECT_EQ(cuda::uniform_open01_24(x), uniform_open01(x)) << x;
+  }
+}
+
+TEST(Philox, DeviceWordsMatchHost) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const uint64_t key = 0x0123456789abcdefull, hi = 99, first = (uint64_t{1} << 32) - 10;
+  const std::vector<uint32_t> words = cuda::philox_words_on_device(key, hi, first, 1000);
+  ASSERT_EQ(words.size(), 4000u);
+  for (uint64_t i = 0; i < 1000; ++i) {
+    const auto want = philox4x32(key, hi, first + i);
+    for (int j = 0; j < 4; ++j) ASSERT_EQ(words[4 * i + j], want[j]) << i;
+  }
+}
+
+TEST(CudaStreams, NamedStreamsAreDistinctAndEventsOrderThem) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  auto& s = cuda::streams();
+  EXPECT_NE(s.get(cuda::StreamKind::Compute), s.get(cuda::StreamKind::WeightLoad));
+  EXPECT_NE(s.get(cuda::StreamKind::CacheLoad), s.get(cuda::StreamKind::CacheStore));
+  EXPECT_EQ(cuda::stream_name(cuda::StreamKind::CacheStore), "cache_store");
+  EXPECT_EQ(cuda::current_stream(), s.get(cuda::StreamKind::Compute));
+  {
+    cuda::StreamScope scope(s.get(cuda::StreamKind::WeightLoad));
+    EXPECT_EQ(cuda::current_stream(), s.get(cuda::StreamKind::WeightLoad));
+  }
+  EXPECT_EQ(cuda::current_stream(), s.get(cuda::StreamKind::Compute));
+
+  // Load on one stream, consume on another after an event: the bytes must have arrived.
+  const int64_t n = 1 << 20;
+  Tensor host = gpu_test::random_tensor({n}, DType::F32, 1);
+  Tensor dev = cuda::device_empty({n}, DType::F32);
+  Tensor back = Tensor::zeros({n}, DType::F32);
+  cuda::Event loaded(true), start(true);
+  start.record(cuda::StreamKind::WeightLoad);
+  cuda::copy_async(dev, host, s.get(cuda::StreamKind::WeightLoad));
+  loaded.record(cuda::StreamKind::WeightLoad);
+  loaded.wait(cuda::StreamKind::Compute);
+  cuda::copy_async(back, dev, s.get(cuda::StreamKind::Compute));
+  s.synchronize(cuda::StreamKind::Compute);
+  EXPECT_TRUE(loaded.ready());
+  EXPECT_GE(loaded.elapsed_ms(start), 0.0f);
+  EXPECT_EQ(std::memcmp(back.raw(), host.raw(), host.nbytes()), 0);
+}
+
+TEST(CudaDeviceMemory, BudgetIsEnforcedAndReturned) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  cuda::DeviceMemory mem(3 << 20);
+  {
+    Tensor a = mem.allocate_tensor({1 << 18}, DType::F32);  // 1 MiB
+    EXPECT_EQ(a.device(), Device::CUDA);
+    EXPECT_EQ(mem.used(), 1u << 20);
+    auto b = mem.allocate(2 << 20);
+    EXPECT_EQ(mem.used(), 3u << 20);
+    try {
+      mem.allocate(1);
+      FAIL() << "allocation beyond the budget succeeded";
+    } catch (const cuda::DeviceBudgetError& e) {
+      EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(mem.used(), 0u);
+  EXPECT_EQ(mem.peak(), 3u << 20);
+}
+
+TEST(CudaPinned, RegisteredMmapBufferRoundTrips) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const size_t bytes = 4 << 20;
+  void* buf = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(buf, MAP_FAILED);
+  cuda::register_pinned(buf, bytes);
+  unsigned int flags = 0;
+  EXPECT_EQ(cudaHostGetFlags(&flags, buf), cudaSuccess);
+  Tensor pinned = Tensor::wrap(buf, {static_cast<int64_t>(bytes / 4)}, DType::F32);
+  fill_normal(pinned.data<float>(), bytes / 4, 5, 6, 0, 0.0f, 1.0f);
+  Tensor dev = cuda::to_device(pinned);
+  std::memset(buf, 0, bytes);
+  cudaStream_t stream = cuda::current_stream();
+  cuda::copy_async(pinned, dev, stream);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(pinned.data<float>()[12345], normal_at(5, 6, 12345));
+  cuda::unregister_pinned(buf);
+  EXPECT_THROW(cuda::unregister_pinned(buf), cuda::CudaError);  // no longer registered
+  munmap(buf, bytes);
+}
+
+}  // namespace
+}  // namespace h2oflex
+
+#else  // built without the CUDA backend
+
+TEST(CudaBackend, NotBuilt) {
+  GTEST_SKIP() << "no CUDA device: this build has no CUDA backend (configure with H2OFLEX_CUDA=ON)";
+}
+
+#endif
