@@ -60,11 +60,14 @@ class Pipeline {
   // Weight prefetch of `unit` into workspace buffer unit % 2; returns the handles to wait for.
   std::vector<TransferHandle> load_weights(int unit, const std::string& phase);
   std::vector<Tensor> bind_weights(int unit) const;
+  // The input and output units each hold part of the embedding tensors: bind them by name.
+  OptEmbeddingWeights bind_embedding_unit(int unit, const std::vector<Tensor>& w) const;
 
   // KV of (layer, batch) into the visit's workspace buffer when not computed in place.
   bool kv_in_place(int layer) const;
   std::vector<TransferHandle> load_cache(int layer, int batch, int buf, const std::string& phase);
   KvSlots slots_for(int layer, int batch, int buf) const;
+  void wait_stores(int buf);
   std::vector<TransferHandle> store_cache(int layer, int batch, int buf,
                                           const ChangedSlots* changed, const std::string& phase);
 
@@ -92,7 +95,9 @@ class Pipeline {
   std::vector<std::vector<size_t>> unit_specs_;  // spec indices per unit
   uint64_t weight_ws_bytes_ = 0;
   void* weight_ws_[2] = {nullptr, nullptr};
-  std::vector<uint64_t> weight_ws_offset_;  // per spec: offset inside a workspace buffer
+  // Per unit, per tensor of the unit: offset inside a workspace buffer (the tied token table
+  // appears in two units, at different offsets).
+  std::vector<std::vector<uint64_t>> weight_ws_offset_;
 
   struct KvHome {
     TierKind kind;
@@ -192,13 +197,12 @@ void Pipeline::plan_and_allocate() {
       unit_specs_[units() - 1].push_back(i);
     }
   }
-  weight_ws_offset_.assign(specs_.size(), 0);
-  for (const auto& unit : unit_specs_) {
+  weight_ws_offset_.assign(unit_specs_.size(), {});
+  for (size_t u = 0; u < unit_specs_.size(); ++u) {
     uint64_t off = 0;
-    for (size_t i : unit) {
-      if (weight_home_[i].home.kind != TierKind::Disk) continue;
-      weight_ws_offset_[i] = off;
-      off += round_up(sizes[i], 4096);
+    for (size_t i : unit_specs_[u]) {
+      weight_ws_offset_[u].push_back(off);
+      if (weight_home_[i].home.kind == TierKind::Disk) off += round_up(sizes[i], 4096);
     }
     weight_ws_bytes_ = std::max(weight_ws_bytes_, off);
   }
@@ -356,10 +360,10 @@ void Pipeline::allocate_kv_and_activations() {
 
 std::vector<TransferHandle> Pipeline::load_weights(int unit, const std::string& phase) {
   std::vector<TransferHandle> handles;
-  for (size_t i : unit_specs_[unit]) {
-    const TensorHome& w = weight_home_[i];
+  for (size_t j = 0; j < unit_specs_[unit].size(); ++j) {
+    const TensorHome& w = weight_home_[unit_specs_[unit][j]];
     if (w.home.kind != TierKind::Disk) continue;
-    void* dst = static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[i];
+    void* dst = static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j];
     handles.push_back(xfer_->copy(QueueId::WeightLoad, loc(w.home), loc_ptr(TierKind::Device, dst),
                                   w.bytes, {phase, DataKind::Weight}));
   }
@@ -368,14 +372,30 @@ std::vector<TransferHandle> Pipeline::load_weights(int unit, const std::string& 
 
 std::vector<Tensor> Pipeline::bind_weights(int unit) const {
   std::vector<Tensor> out;
-  for (size_t i : unit_specs_[unit]) {
-    const TensorHome& w = weight_home_[i];
+  for (size_t j = 0; j < unit_specs_[unit].size(); ++j) {
+    const TensorHome& w = weight_home_[unit_specs_[unit][j]];
     void* p = w.home.kind == TierKind::Disk
-                  ? static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[i]
+                  ? static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j]
                   : w.home.ptr;
     out.push_back(Tensor::wrap(p, w.shape, w.dtype));
   }
   return out;
+}
+
+OptEmbeddingWeights Pipeline::bind_embedding_unit(int unit, const std::vector<Tensor>& w) const {
+  OptEmbeddingWeights e;
+  size_t i = 0;
+  for (size_t spec_index : unit_specs_[unit]) {
+    const std::string& n = specs_[spec_index].name;
+    if (n == "decoder.embed_tokens.weight") e.tokens = w[i];
+    if (n == "decoder.embed_positions.weight") e.positions = w[i];
+    if (n == "decoder.project_in.weight") e.project_in = w[i];
+    if (n == "decoder.project_out.weight") e.project_out = w[i];
+    if (n == "decoder.final_layer_norm.weight") e.final_ln_w = w[i];
+    if (n == "decoder.final_layer_norm.bias") e.final_ln_b = w[i];
+    ++i;
+  }
+  return e;
 }
 
 bool Pipeline::kv_in_place(int layer) const {
@@ -387,9 +407,7 @@ std::vector<TransferHandle> Pipeline::load_cache(int layer, int batch, int buf,
                                                  const std::string& phase) {
   std::vector<TransferHandle> handles;
   if (kv_in_place(layer)) return handles;
-  // The buffer's previous store must finish before new data lands in it.
-  for (auto& h : kv_store_pending_[buf]) h.wait();
-  kv_store_pending_[buf].clear();
+  wait_stores(buf);  // the buffer's previous store must finish before new data lands in it
   const KvHome& kv = kv_[static_cast<size_t>(layer * ngb_ + batch)];
   const TierKind ws = pol_.cpu_cache_compute ? TierKind::Host : TierKind::Device;
   handles.push_back(xfer_->copy(QueueId::CacheLoad, loc(kv.k), loc_ptr(ws, kv_ws_[buf][0]),
@@ -397,6 +415,11 @@ std::vector<TransferHandle> Pipeline::load_cache(int layer, int batch, int buf,
   handles.push_back(xfer_->copy(QueueId::CacheLoad, loc(kv.v), loc_ptr(ws, kv_ws_[buf][1]),
                                 kv_bytes_, {phase, DataKind::Kv}));
   return handles;
+}
+
+void Pipeline::wait_stores(int buf) {
+  for (auto& h : kv_store_pending_[buf]) h.wait();
+  kv_store_pending_[buf].clear();
 }
 
 KvSlots Pipeline::slots_for(int layer, int batch, int buf) const {
@@ -487,7 +510,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
                                  padded_.pad.begin() + (batch + 1) * gbs_);
   const int64_t first_row = batch * gbs_;
   if (unit == 0) {
-    const OptEmbeddingWeights ew = bind_embedding_weights(cfg_, w);
+    const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);
     if (prefill) {
       opt_embed(cfg_, ew, ct, padded_.ids.slice(first_row * s, (first_row + gbs_) * s),
                 padded_.positions.slice(first_row * s, (first_row + gbs_) * s), hidden);
@@ -501,24 +524,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
       opt_embed(cfg_, ew, ct, ids, pos, hidden);
     }
   } else if (unit == units() - 1) {
-    std::vector<Tensor> ow;  // output unit: tokens first, then the rest in spec order
-    const OptEmbeddingWeights ew = [&] {
-      OptEmbeddingWeights e;
-      size_t i = 0;
-      for (size_t spec_index : unit_specs_[unit]) {
-        const std::string& n = specs_[spec_index].name;
-        if (n == "decoder.embed_tokens.weight")
-          e.tokens = w[i];
-        else if (n == "decoder.project_out.weight")
-          e.project_out = w[i];
-        else if (n == "decoder.final_layer_norm.weight")
-          e.final_ln_w = w[i];
-        else if (n == "decoder.final_layer_norm.bias")
-          e.final_ln_b = w[i];
-        ++i;
-      }
-      return e;
-    }();
+    const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);
     Tensor last = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
     for (int64_t i = 0; i < gbs_; ++i) {
       const int64_t row = prefill ? (i + 1) * s - 1 : i;
@@ -540,6 +546,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
     const int layer = unit - 1;
     const OptLayerWeights lw = bind_layer_weights(layer, w);
     const int buf = static_cast<int>((unit * ngb_ + batch) % 2);
+    if (prefill) wait_stores(buf);  // decode waited when it loaded the buffer
     KvSlots slots = slots_for(layer, batch, buf);
     const EvictionRule& rule = spec_.gen.eviction;
     if (prefill) {

@@ -106,7 +106,7 @@ void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_le
 }
 
 TEST(PipelineInvariance, FullCacheRandomPolicies) {
-  expect_invariant(tiny_config(true), EvictionRule{}, 6, 24);
+  expect_invariant(tiny_config(true), EvictionRule{}, 6, 20);
 }
 
 TEST(PipelineInvariance, PostLayerNormModel) {
@@ -118,7 +118,7 @@ TEST(PipelineInvariance, H2OEvictionRandomPolicies) {
   rule.kind = EvictionRule::Kind::H2O;
   rule.heavy = 2;
   rule.recent = 3;
-  expect_invariant(tiny_config(true), rule, 8, 12);
+  expect_invariant(tiny_config(true), rule, 8, 8);
 }
 
 TEST(PipelineInvariance, OverBudgetPolicyIsRefusedWithTheEstimate) {
