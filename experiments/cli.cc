@@ -5,10 +5,32 @@
 #include <cstdio>
 #include <exception>
 
+#include "experiments/bench_io.h"
+#include "experiments/experiment_runner.h"
+#include "experiments/plan_command.h"
 #include "experiments/run_command.h"
+#include "offload/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
+
+namespace {
+
+// Measures one suite row by running its config through the same path as `h2oflex run`.
+MeasuredRow measure_row(const YAML::Node& row_config) {
+  MeasuredRow m;
+  YAML::Node cfg = YAML::Clone(row_config);
+  const RunConfig config = parse_run_config(cfg, "suite row");
+  const nlohmann::json r = run_experiment_config(config);
+  m.total_tok_s = r["total"]["throughput_tok_s"].get<double>();
+  m.decode_tok_s = r["decode"]["throughput_tok_s"].get<double>();
+  m.prefill_tok_s = r["prefill"]["throughput_tok_s"].get<double>();
+  m.projected = r["projected"].get<bool>();
+  m.details = r;
+  return m;
+}
+
+}  // namespace
 
 int cli_main(int argc, char** argv) {
   CLI::App app{"h2oflex: high-throughput offloaded generation with H2O KV eviction"};
@@ -20,6 +42,36 @@ int cli_main(int argc, char** argv) {
   run_cmd->add_option("--json", run.json_out, "write the result document here");
   run_cmd->add_option("--set", run.overrides, "override a config key: key=value (repeatable)");
 
+  BenchIoOptions bio;
+  std::string bio_size = "4GiB", bio_chunk = "1MiB";
+  CLI::App* bio_cmd =
+      app.add_subcommand("bench-io", "sequential disk throughput of the io engine (and fio)");
+  bio_cmd->add_option("--path", bio.path, "directory for the test file")->required();
+  bio_cmd->add_option("--size", bio_size, "file size, e.g. 4GiB");
+  bio_cmd->add_option("--chunk", bio_chunk, "request size, e.g. 1MiB");
+  bio_cmd->add_option("--queue-depth", bio.queue_depth, "requests in flight");
+  bio_cmd->add_option("--json", bio.json_out, "write the result document here");
+
+  PlanOptions plan;
+  std::string plan_device, plan_host, plan_disk;
+  CLI::App* plan_cmd = app.add_subcommand("plan", "choose a policy with the cost model");
+  plan_cmd->add_option("--model", plan.model, "OPT model name, e.g. opt-30b")->required();
+  plan_cmd->add_option("--hardware", plan.hardware_path, "hardware profile YAML")->required();
+  plan_cmd->add_option("--prompt-len", plan.prompt_len, "prompt length");
+  plan_cmd->add_option("--gen-len", plan.gen_len, "generated tokens");
+  plan_cmd->add_option("--kv", plan.kv, "full | h2o:HEAVY,RECENT | streaming:SINK,RECENT");
+  plan_cmd->add_option("--device-mem", plan_device, "tighter device budget, e.g. 16GiB");
+  plan_cmd->add_option("--host-mem", plan_host, "tighter host budget");
+  plan_cmd->add_option("--disk-mem", plan_disk, "tighter disk budget");
+  plan_cmd->add_option("--json", plan.json_out, "write the plan as JSON here");
+
+  ExperimentOptions exp;
+  CLI::App* exp_cmd =
+      app.add_subcommand("experiment", "run a suite of experiments (a paper table)");
+  exp_cmd->add_option("suite", exp.suite_path, "suite YAML")->required();
+  exp_cmd->add_option("--out", exp.out_dir, "output directory")->required();
+  exp_cmd->add_flag("--predict", exp.predict, "only evaluate the cost model");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,6 +79,18 @@ int cli_main(int argc, char** argv) {
   }
   try {
     if (run_cmd->parsed()) return run_command(run);
+    if (bio_cmd->parsed()) {
+      bio.size_bytes = parse_byte_size(bio_size);
+      bio.chunk = parse_byte_size(bio_chunk);
+      return run_bench_io(bio);
+    }
+    if (plan_cmd->parsed()) {
+      if (!plan_device.empty()) plan.limits.device_mem = parse_byte_size(plan_device);
+      if (!plan_host.empty()) plan.limits.host_mem = parse_byte_size(plan_host);
+      if (!plan_disk.empty()) plan.limits.disk_mem = parse_byte_size(plan_disk);
+      return run_plan(plan);
+    }
+    if (exp_cmd->parsed()) return run_experiment(exp, measure_row);
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
