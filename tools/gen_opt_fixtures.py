@@ -127,7 +127,7 @@ def cache_kwarg(model):
 
 
 def past_of(out):
-    for attr in ("past_key_values", "cache"):
+    for attr in ("cache", "past_key_values"):
         value = getattr(out, attr, None)
         if value is not None:
             return value
