@@ -223,7 +223,8 @@ void sample(const Tensor& logits, const SampleParams& params, const std::vector<
         nullptr, temp_bytes, prob_in.as<const float>(), prob_out.as<float>(),
         ids_in.as<const int32_t>(), ids_out.as<int32_t>(), items, r, offsets.as<const int>(),
         offsets.as<const int>() + 1, stream));
-    DeviceScratch temp(temp_bytes, stream);
+    // At least one byte: a null workspace would make cub answer the size query again.
+    DeviceScratch temp(std::max<size_t>(temp_bytes, 1), stream);
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairsDescending(
         temp.get(), temp_bytes, prob_in.as<const float>(), prob_out.as<float>(),
         ids_in.as<const int32_t>(), ids_out.as<int32_t>(), items, r, offsets.as<const int>(),
