@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "experiments/bench_gemm.h"
 #include "experiments/bench_io.h"
 #include "experiments/experiment_runner.h"
 #include "experiments/plan_command.h"
@@ -52,6 +53,16 @@ int cli_main(int argc, char** argv) {
   bio_cmd->add_option("--queue-depth", bio.queue_depth, "requests in flight");
   bio_cmd->add_option("--json", bio.json_out, "write the result document here");
 
+  BenchComputeOptions bc;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "compute benchmarks: gemm, prefill");
+  bench_cmd->add_option("what", bc.what, "gemm | prefill")->required();
+  bench_cmd->add_option("--model", bc.model, "OPT model whose shapes to use");
+  bench_cmd->add_option("--batch", bc.batch, "sequences");
+  bench_cmd->add_option("--prompt-len", bc.prompt_len, "prompt tokens");
+  bench_cmd->add_option("--repeats", bc.repeats, "timed repetitions (median reported)");
+  bench_cmd->add_option("--compute-dtype", bc.compute_dtype, "auto | f32 | bf16");
+  bench_cmd->add_option("--json", bc.json_out, "write the result document here");
+
   PlanOptions plan;
   std::string plan_device, plan_host, plan_disk;
   CLI::App* plan_cmd = app.add_subcommand("plan", "choose a policy with the cost model");
@@ -79,6 +90,7 @@ int cli_main(int argc, char** argv) {
   }
   try {
     if (run_cmd->parsed()) return run_command(run);
+    if (bench_cmd->parsed()) return run_bench_compute(bc);
     if (bio_cmd->parsed()) {
       bio.size_bytes = parse_byte_size(bio_size);
       bio.chunk = parse_byte_size(bio_chunk);

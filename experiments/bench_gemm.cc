@@ -1,0 +1,172 @@
+#include "experiments/bench_gemm.h"
+
+#include <dnnl.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include "experiments/run_config.h"
+#include "models/opt/opt_model.h"
+#include "runtime/core/half.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/timer.h"
+#include "runtime/engine/generator.h"
+
+namespace h2oflex {
+
+namespace {
+
+struct Shape3 {
+  const char* name;
+  int64_t m, k, n;
+};
+
+// Median of `repeats` timings of fn() (after one warm-up call).
+template <typename Fn>
+double median_seconds(int repeats, Fn&& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    Stopwatch w;
+    fn();
+    t.push_back(w.elapsed());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// oneDNN's own matmul on the same shape with inputs already in the compute type: the rate the
+// engine's linear() can at best reach (it adds the f32 -> bf16 activation conversion).
+double raw_onednn_seconds(const Shape3& s, bool bf16, int repeats) {
+  using dnnl::memory;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(eng);
+  const auto dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  memory::desc src({s.m, s.k}, dt, memory::dims{s.k, 1});
+  memory::desc wei({s.k, s.n}, dt, memory::dims{1, s.k});
+  memory::desc dst({s.m, s.n}, memory::data_type::f32, memory::dims{s.n, 1});
+  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), eng));
+  memory a(src, eng), b(wei, eng), c(dst, eng);
+  std::fill_n(static_cast<char*>(a.get_data_handle()), src.get_size(), 0x3c);
+  std::fill_n(static_cast<char*>(b.get_data_handle()), wei.get_size(), 0x3c);
+  return median_seconds(repeats, [&] {
+    prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    stream.wait();
+  });
+}
+
+double engine_linear_seconds(const Shape3& s, ops::ComputeType ct, int repeats) {
+  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  Tensor x = Tensor::empty({s.m, s.k}, DType::F32);
+  fill_normal(x.data<float>(), static_cast<uint64_t>(x.numel()), 1, 1, 0, 0.0f, 1.0f);
+  Tensor w32 = Tensor::empty({s.n, s.k}, DType::F32);
+  fill_normal(w32.data<float>(), static_cast<uint64_t>(w32.numel()), 1, 2, 0, 0.0f, 0.02f);
+  Tensor w = to_dtype(w32, wdt);
+  Tensor bias = Tensor::zeros({s.n}, DType::F32);
+  Tensor out = Tensor::empty({s.m, s.n}, DType::F32);
+  return median_seconds(repeats, [&] { ops::linear(x, w, &bias, out, ct); });
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", path, "'");
+  out << j.dump(2) << "\n";
+}
+
+int bench_gemm(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
+  const bool bf16 = ct == ops::ComputeType::BF16;
+  const int64_t h = cfg.hidden, f = cfg.ffn;
+  const int64_t rows_p = static_cast<int64_t>(o.batch) * o.prompt_len, rows_d = o.batch;
+  const Shape3 shapes[] = {{"prefill qkv/out", rows_p, h, h}, {"prefill fc1", rows_p, h, f},
+                           {"prefill fc2", rows_p, f, h},     {"decode qkv/out", rows_d, h, h},
+                           {"decode fc1", rows_d, h, f},      {"decode fc2", rows_d, f, h}};
+  std::printf("GEMM rates for %s shapes, %s compute (GFLOP/s, median of %d)\n", cfg.name.c_str(),
+              bf16 ? "bf16" : "f32", o.repeats);
+  std::printf("%-16s %8s %6s %6s %12s %12s %7s\n", "shape", "M", "K", "N", "h2oflex", "oneDNN",
+              "ratio");
+  nlohmann::json rows = nlohmann::json::array();
+  for (const Shape3& s : shapes) {
+    const double flop = 2.0 * s.m * s.k * s.n;
+    const double ours = flop / engine_linear_seconds(s, ct, o.repeats) / 1e9;
+    const double raw = flop / raw_onednn_seconds(s, bf16, o.repeats) / 1e9;
+    std::printf("%-16s %8ld %6ld %6ld %12.1f %12.1f %7.2f\n", s.name, static_cast<long>(s.m),
+                static_cast<long>(s.k), static_cast<long>(s.n), ours, raw, ours / raw);
+    rows.push_back({{"shape", s.name},
+                    {"m", s.m},
+                    {"k", s.k},
+                    {"n", s.n},
+                    {"h2oflex_gflops", ours},
+                    {"onednn_gflops", raw}});
+  }
+  write_json(o.json_out,
+             {{"model", cfg.name}, {"compute_dtype", bf16 ? "bf16" : "f32"}, {"rows", rows}});
+  return 0;
+}
+
+// End-to-end prefill of a dummy model against the GEMM rate of its own prefill shapes.
+int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
+  const bool bf16 = ct == ops::ComputeType::BF16;
+  const OptWeights w =
+      load_opt_weights(cfg, bf16 ? DType::BF16 : DType::F32, dummy_weight_producer(1));
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
+  for (int b = 0; b < o.batch; ++b) {
+    for (int t = 0; t < o.prompt_len; ++t) {
+      prompts[b].push_back(4 + static_cast<int32_t>(philox4x32(1, b, t)[0] % (cfg.vocab - 4)));
+    }
+  }
+  GenerateOptions g;
+  g.gen_len = 1;
+  g.compute = ct;
+  g.kv_dtype = bf16 ? DType::BF16 : DType::F32;
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, o.repeats / 2); ++i) {
+    times.push_back(generate_in_ram(cfg, w, prompts, g).prefill_s);
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[times.size() / 2];
+  const double tokens = static_cast<double>(o.batch) * o.prompt_len;
+  const double h = static_cast<double>(cfg.hidden), f = static_cast<double>(cfg.ffn);
+  // Matmul work of the decoder layers (the logits of the last position are negligible).
+  const double gemm_flop = cfg.layers * tokens * 2.0 * (4 * h * h + 2 * h * f);
+  double gemm_s = 0;
+  const int64_t rows = static_cast<int64_t>(tokens);
+  for (const Shape3& s :
+       {Shape3{"qkv/out", rows, cfg.hidden, cfg.hidden}, Shape3{"fc1", rows, cfg.hidden, cfg.ffn},
+        Shape3{"fc2", rows, cfg.ffn, cfg.hidden}}) {
+    const double one = raw_onednn_seconds(s, bf16, o.repeats);
+    gemm_s += (s.n == s.k ? 4 : 1) * one;
+  }
+  gemm_s *= cfg.layers;
+  const double fraction = gemm_s / t;
+  std::printf("prefill %s dummy, batch %d x %d tokens, %s: %.3f s end to end\n", cfg.name.c_str(),
+              o.batch, o.prompt_len, bf16 ? "bf16" : "f32", t);
+  std::printf("  the same GEMMs alone in oneDNN: %.3f s (%.1f GFLOP/s)\n", gemm_s,
+              gemm_flop / gemm_s / 1e9);
+  std::printf("  end-to-end rate: %.1f GFLOP/s = %.1f%% of the GEMM rate\n", gemm_flop / t / 1e9,
+              100 * fraction);
+  write_json(o.json_out, {{"model", cfg.name},
+                          {"batch", o.batch},
+                          {"prompt_len", o.prompt_len},
+                          {"prefill_s", t},
+                          {"gemm_only_s", gemm_s},
+                          {"fraction_of_gemm_rate", fraction}});
+  return 0;
+}
+
+}  // namespace
+
+int run_bench_compute(const BenchComputeOptions& o) {
+  auto cfg = opt_config_by_name(o.model);
+  H2OFLEX_INPUT_CHECK(cfg.has_value(), "bench: unknown model '", o.model, "'");
+  H2OFLEX_INPUT_CHECK(o.batch >= 1 && o.prompt_len >= 1 && o.repeats >= 1,
+                      "bench: batch, prompt length and repeats must be >= 1");
+  const ops::ComputeType ct = resolve_compute_type(o.compute_dtype);
+  if (o.what == "gemm") return bench_gemm(o, *cfg, ct);
+  if (o.what == "prefill") return bench_prefill(o, *cfg, ct);
+  throw InputError(detail::concat("bench: unknown benchmark '", o.what, "' (gemm or prefill)"));
+}
+
+}  // namespace h2oflex
