@@ -360,10 +360,20 @@ std::string write_plot(const std::string& results_json_path, const std::string& 
     if (!out) return "cannot write " + script.string();
     out << kPlotScript;
   }
-  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+  // Debian's python3-matplotlib lives under /usr/bin/python3, which a python3 earlier on PATH
+  // (a virtualenv, pyenv) may hide.
+  std::string python;
+  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
+    const std::string probe = std::string(candidate) + " -c 'import matplotlib' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) {
+      python = candidate;
+      break;
+    }
+  }
+  if (python.empty()) {
     return "python3 with matplotlib is not installed (Debian: python3-matplotlib)";
   }
-  const std::string cmd = "python3 '" + script.string() + "' '" + results_json_path + "' '" +
+  const std::string cmd = python + " '" + script.string() + "' '" + results_json_path + "' '" +
                           png_path + "' >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) return "plot script failed: " + cmd;
   return "";

@@ -46,35 +46,37 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
   if (node["label"]) r.label = read_string(node["label"], key_path(where, "label"));
   if (!r.label.empty()) where += " (" + r.label + ")";
   r.where = where;
-  auto get = [&](const char* key) -> YAML::Node {
+  // The row's value, else the suite default's; yaml-cpp's default Node is a defined null, so
+  // absence is an empty optional.
+  auto get = [&](const char* key) -> std::optional<YAML::Node> {
     if (node[key]) return node[key];
-    if (defaults && defaults[key]) return defaults[key];
-    return YAML::Node();
+    if (defaults.IsMap() && defaults[key]) return defaults[key];
+    return std::nullopt;
   };
-  if (YAML::Node n = get("system")) r.system = read_string(n, key_path(where, "system"));
+  if (const auto n = get("system")) r.system = read_string(*n, key_path(where, "system"));
   if (r.system.empty()) r.system = "h2oflex";
-  if (YAML::Node n = get("hardware_profile")) {
-    r.hardware_profile = resolve(path, read_string(n, key_path(where, "hardware_profile")));
+  if (const auto n = get("hardware_profile")) {
+    r.hardware_profile = resolve(path, read_string(*n, key_path(where, "hardware_profile")));
   }
-  if (YAML::Node n = get("published_tok_s")) {
-    const double v = read_double(n, key_path(where, "published_tok_s"));
+  if (const auto n = get("published_tok_s")) {
+    const double v = read_double(*n, key_path(where, "published_tok_s"));
     H2OFLEX_INPUT_CHECK(v > 0, key_path(where, "published_tok_s"), ": ", v, " must be > 0");
     r.published_tok_s = v;
   }
-  if (YAML::Node n = get("published_batch")) {
-    r.published_batch = read_string(n, key_path(where, "published_batch"));
+  if (const auto n = get("published_batch")) {
+    r.published_batch = read_string(*n, key_path(where, "published_batch"));
   }
-  if (YAML::Node n = get("published_projection")) {
-    const std::string v = read_string(n, key_path(where, "published_projection"));
+  if (const auto n = get("published_projection")) {
+    const std::string v = read_string(*n, key_path(where, "published_projection"));
     H2OFLEX_INPUT_CHECK(v == "mean" || v == "first_decode_step",
                         key_path(where, "published_projection"), ": '", v,
                         "' is not mean or first_decode_step");
     r.published_context = v == "mean" ? DecodeContext::Mean : DecodeContext::FirstStep;
   }
-  if (YAML::Node n = get("predict")) r.predict = read_bool(n, key_path(where, "predict"));
-  if (YAML::Node n = get("measure")) r.measure = read_bool(n, key_path(where, "measure"));
-  if (YAML::Node n = get("band")) {
-    const double v = read_double(n, key_path(where, "band"));
+  if (const auto n = get("predict")) r.predict = read_bool(*n, key_path(where, "predict"));
+  if (const auto n = get("measure")) r.measure = read_bool(*n, key_path(where, "measure"));
+  if (const auto n = get("band")) {
+    const double v = read_double(*n, key_path(where, "band"));
     H2OFLEX_INPUT_CHECK(v > 0 && v < 1, key_path(where, "band"), ": ", v, " is not in (0, 1)");
     r.band = v;
   }
@@ -84,7 +86,7 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
   // Defaults' config keys fill in what the row leaves out (a shallow merge).
   r.config = YAML::Clone(node["config"]);
   require_mapping(r.config, cpath, kConfigKeys);
-  if (defaults && defaults["config"]) {
+  if (defaults.IsMap() && defaults["config"]) {
     require_mapping(defaults["config"], path + ": defaults.config", kConfigKeys);
     for (const auto& kv : defaults["config"]) {
       const std::string key = kv.first.as<std::string>();
