@@ -1,7 +1,9 @@
 #include "experiments/model_source.h"
 
 #include <filesystem>
+#include <memory>
 
+#include "models/loaders/hf_checkpoint.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
@@ -27,8 +29,22 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
         return s;
       }(),
       ") nor an existing directory");
-  throw InputError(detail::concat("model directory '", model,
-                                  "': Hugging Face checkpoints are not supported yet"));
+  auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
+  src.config = to_opt_config(ckpt->config(), dir.filename().string());
+  if (dummy) {
+    src.producer = dummy_weight_producer(seed);
+    src.description = detail::concat(model, " (config only, dummy weights, seed ", seed, ")");
+    src.key = detail::concat(model, ":dummy:seed=", seed);
+    return src;
+  }
+  // Every tensor must exist with the shape config.json implies; checked before any work.
+  for (const WeightSpec& spec : opt_weight_specs(src.config)) ckpt->get(spec.name, spec.shape);
+  src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
+    ckpt->weights().read(ckpt->get(spec.name, spec.shape), dtype, dst);
+  };
+  src.description = model;
+  src.key = std::filesystem::absolute(dir).string();
+  return src;
 }
 
 }  // namespace h2oflex
