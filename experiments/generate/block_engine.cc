@@ -1,0 +1,69 @@
+#include "experiments/generate/block_engine.h"
+
+#include "runtime/engine/generator.h"
+#include "runtime/engine/pipeline.h"
+
+namespace h2oflex::generate {
+
+BlockEngine::BlockEngine(const RunConfig& config, const YAML::Node& config_root,
+                         const ModelSource& source)
+    : config_(config), config_root_(YAML::Clone(config_root)), source_(source) {
+  compute_ = resolve_compute_type(config.compute_dtype);
+  weight_dtype_ = compute_ == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  if (config.policy) {
+    policy_ = policy::parse_policy(config.policy, "policy");
+    if (config.hardware) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
+  } else {
+    weights_ = load_opt_weights(source.config, weight_dtype_, source.producer);
+  }
+}
+
+int BlockEngine::block_size() const {
+  return policy_ ? policy_->block_size() : config_.batch_size;
+}
+
+std::string BlockEngine::describe() const {
+  return policy_ ? "pipeline, policy " + policy_->summary()
+                 : detail::concat("in RAM, batch ", config_.batch_size);
+}
+
+EvictionRule BlockEngine::kv_for(int prompt_len) {
+  auto it = kv_by_prompt_len_.find(prompt_len);
+  if (it != kv_by_prompt_len_.end()) return it->second;
+  // Ratios (heavy_ratio, recent_ratio) are fractions of the prompt: re-resolve them for this
+  // block's padded prompt length, exactly as `run` does for its prompt_len.
+  YAML::Node root = YAML::Clone(config_root_);
+  root["prompt_len"] = prompt_len;
+  const EvictionRule rule = parse_run_config(root, config_.source).kv;
+  kv_by_prompt_len_.emplace(prompt_len, rule);
+  return rule;
+}
+
+std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
+  GenerateOptions opt;
+  opt.gen_len = work.gen_len;
+  opt.stop_at_eos = config_.stop_at_eos;
+  opt.compute = compute_;
+  opt.kv_dtype = weight_dtype_;
+  opt.eviction = kv_for(work.prompt_len);
+  opt.temperature = work.temperature;
+  opt.top_p = work.top_p;
+  opt.seed = work.seed;
+  if (!policy_) return generate_in_ram(source_.config, *weights_, work.prompts, opt).tokens;
+
+  // The pipeline takes exactly one block: a short last block is filled with copies of its last
+  // prompt, whose results are dropped. Weights are placed on every call (once per block).
+  PipelineSpec spec;
+  spec.cfg = source_.config;
+  spec.producer = source_.producer;
+  spec.policy = *policy_;
+  spec.limits = limits_;
+  spec.gen = opt;
+  spec.prompts = work.prompts;
+  spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
+  PipelineResult result = run_pipeline(spec);
+  result.tokens.resize(work.prompts.size());
+  return result.tokens;
+}
+
+}  // namespace h2oflex::generate

@@ -1,0 +1,43 @@
+// The model side of a generate job: runs one block of prompts through the engine chosen by the
+// run config — all in RAM (weights loaded once per job), or the tiered block schedule when the
+// config has a `policy:` section.
+#pragma once
+
+#include <map>
+#include <optional>
+
+#include <yaml-cpp/yaml.h>
+
+#include "experiments/generate/generate_job.h"
+#include "experiments/model_source.h"
+#include "experiments/run_config.h"
+#include "policy/placement.h"
+
+namespace h2oflex::generate {
+
+class BlockEngine {
+ public:
+  // `config_root` is the YAML the RunConfig was parsed from; KV ratios are resolved against each
+  // block's own prompt length with it.
+  BlockEngine(const RunConfig& config, const YAML::Node& config_root, const ModelSource& source);
+
+  // Prompts per engine call: the policy's block, else the config's batch_size.
+  int block_size() const;
+  std::vector<std::vector<int32_t>> run(const BlockWork& work);
+  std::string describe() const;
+
+ private:
+  EvictionRule kv_for(int prompt_len);
+
+  RunConfig config_;
+  YAML::Node config_root_;
+  ModelSource source_;
+  ops::ComputeType compute_;
+  DType weight_dtype_;
+  std::optional<policy::Policy> policy_;
+  policy::HardwareLimits limits_;
+  std::optional<OptWeights> weights_;  // in-RAM path only
+  std::map<int, EvictionRule> kv_by_prompt_len_;
+};
+
+}  // namespace h2oflex::generate

@@ -1,0 +1,62 @@
+#include "experiments/generate/error_report.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex::generate {
+
+std::string errors_path_for(const std::string& output_path) {
+  std::string base = output_path;
+  if (base.size() > 6 && base.substr(base.size() - 6) == ".jsonl") base.resize(base.size() - 6);
+  return base + ".errors.jsonl";
+}
+
+void write_error_report(const std::string& path, std::vector<LineError> errors) {
+  if (errors.empty()) {
+    if (std::remove(path.c_str()) != 0 && errno != ENOENT) {
+      throw IoError(detail::concat("removing stale '", path, "': ", std::strerror(errno)));
+    }
+    return;
+  }
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const LineError& a, const LineError& b) { return a.line < b.line; });
+  std::string text;
+  for (const LineError& e : errors) {
+    nlohmann::ordered_json j;
+    j["line"] = e.line;
+    if (!e.id.empty()) j["id"] = e.id;
+    j["error"] = e.reason;
+    text += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  }
+  // Written beside and renamed over, so a reader never sees half a report.
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  H2OFLEX_INPUT_CHECK(fd >= 0, "cannot write '", tmp, "': ", std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "no progress";
+      ::close(fd);
+      throw IoError(detail::concat("writing '", tmp, "' at offset ", done, ": ", why));
+    }
+    done += static_cast<size_t>(n);
+  }
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw IoError(detail::concat("saving '", path, "': ", std::strerror(errno)));
+  }
+}
+
+}  // namespace h2oflex::generate

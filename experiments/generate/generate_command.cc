@@ -1,0 +1,164 @@
+#include "experiments/generate/generate_command.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "experiments/generate/block_engine.h"
+#include "experiments/generate/generate_job.h"
+#include "experiments/generate/stop_signal.h"
+#include "experiments/model_source.h"
+#include "experiments/run_config.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+#include "runtime/core/error.h"
+#include "runtime/core/timer.h"
+
+namespace h2oflex {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Generate's defaults differ from `run`'s throughput defaults: stop at EOS, a useful batch.
+constexpr int kDefaultBatchSize = 16;
+constexpr int kDefaultMaxNewTokens = 32;
+
+// The run config as YAML: the file (or nothing), --set overrides, --model, then generate's
+// defaults for keys still absent.
+YAML::Node job_config_root(const GenerateJobOptions& o, std::string& source) {
+  YAML::Node root(YAML::NodeType::Map);
+  source = o.config_path.empty() ? std::string("generate defaults") : o.config_path;
+  if (!o.config_path.empty()) {
+    std::ifstream probe(o.config_path);
+    H2OFLEX_INPUT_CHECK(probe.good(), "cannot read config file '", o.config_path, "'");
+    try {
+      root = YAML::LoadFile(o.config_path);
+    } catch (const YAML::Exception& e) {
+      throw InputError(detail::concat(o.config_path, ": malformed YAML at line ", e.mark.line + 1,
+                                      ", column ", e.mark.column + 1, ": ", e.msg));
+    }
+    if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    H2OFLEX_INPUT_CHECK(root.IsMap(), o.config_path, ": the config must be a mapping");
+  }
+  for (const auto& assignment : o.overrides) apply_override(root, assignment);
+  H2OFLEX_INPUT_CHECK(!root["prompt_ids"], source,
+                      ": prompt_ids has no meaning for generate (prompts come from --input)");
+  if (!o.model_dir.empty()) root["model"] = o.model_dir;
+  H2OFLEX_INPUT_CHECK(root["model"], "generate needs a model: --model DIR (or model: in ", source,
+                      ")");
+  // A directory holds real weights unless the config asks for dummy ones explicitly.
+  if (!root["dummy"] && fs::is_directory(root["model"].as<std::string>())) root["dummy"] = false;
+  if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
+  if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
+  if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
+  return root;
+}
+
+void check_paths(const GenerateJobOptions& o) {
+  H2OFLEX_INPUT_CHECK(!o.input.empty(), "generate needs --input IN.jsonl");
+  H2OFLEX_INPUT_CHECK(!o.output.empty(), "generate needs --output OUT.jsonl");
+  H2OFLEX_INPUT_CHECK(fs::is_regular_file(o.input) || fs::is_fifo(o.input), "input file '", o.input,
+                      "' does not exist or is not a file");
+  std::ifstream in(o.input);
+  H2OFLEX_INPUT_CHECK(in.good(), "cannot read input file '", o.input, "': ", std::strerror(errno));
+  const fs::path parent = fs::absolute(o.output).parent_path();
+  H2OFLEX_INPUT_CHECK(fs::is_directory(parent), "output directory '", parent.string(),
+                      "' does not exist");
+  H2OFLEX_INPUT_CHECK(fs::absolute(o.input) != fs::absolute(o.output),
+                      "--input and --output are the same file");
+}
+
+BpeTokenizer load_job_tokenizer(const std::string& model) {
+  H2OFLEX_INPUT_CHECK(fs::is_directory(model), "model '", model,
+                      "' is not a directory: generate needs the model's tokenizer files "
+                      "(tokenizer.json, or vocab.json + merges.txt) beside its config.json");
+  return BpeTokenizer::load(model);
+}
+
+}  // namespace
+
+int run_generate(const GenerateJobOptions& options) {
+  check_paths(options);
+  std::string source;
+  const YAML::Node root = job_config_root(options, source);
+  const RunConfig config = parse_run_config(root, source);
+  const BpeTokenizer tokenizer = load_job_tokenizer(config.model);
+
+  Stopwatch load_watch;
+  const ModelSource model = open_model_source(config.model, config.dummy, config.seed);
+  const OptConfig& cfg = model.config;
+  H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= cfg.vocab, "model '",
+                      config.model, "': the tokenizer has ", tokenizer.vocab_size(),
+                      " ids but the model's vocabulary only ", cfg.vocab);
+  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == cfg.eos_id, "model '", config.model,
+                      "': the tokenizer's EOS id ", tokenizer.eos_id(),
+                      " differs from the model's eos_token_id ", cfg.eos_id);
+  std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
+  generate::BlockEngine engine(config, root, model);
+  const double load_s = load_watch.elapsed();
+  std::fprintf(stderr, "generate: %s, loaded in %.2f s\n", engine.describe().c_str(), load_s);
+
+  generate::JobSettings settings;
+  settings.input_path = options.input;
+  settings.output_path = options.output;
+  settings.block_size = engine.block_size();
+  settings.group_by_length = !options.no_grouping;
+  settings.defaults.max_new_tokens = config.gen_len;
+  settings.defaults.temperature = config.temperature;
+  settings.defaults.top_p = config.top_p;
+  settings.seed = config.seed;
+  settings.max_positions = cfg.max_positions;
+  // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
+  settings.eos_id = config.stop_at_eos ? cfg.eos_id : -1;
+  settings.progress_terminal = ::isatty(STDERR_FILENO) == 1;
+
+  generate::StopSignalGuard stop;
+  settings.stop_requested = [&stop] { return stop.requested(); };
+  const generate::JobSummary s = generate::run_generate_job(
+      settings, tokenizer, [&engine](const generate::BlockWork& w) { return engine.run(w); });
+
+  const double tok_s = s.generate_s > 0 ? s.completion_tokens / s.generate_s : 0.0;
+  std::fprintf(stderr,
+               "generate: wrote %lld results (%lld tokens, %.1f tok/s over %.2f s); %lld of %lld "
+               "requests done, %lld rejected\n",
+               static_cast<long long>(s.completed), static_cast<long long>(s.completion_tokens),
+               tok_s, s.generate_s, static_cast<long long>(s.already_done + s.completed),
+               static_cast<long long>(s.requests), static_cast<long long>(s.errors));
+  if (s.interrupted) {
+    std::fprintf(stderr,
+                 "generate: stopped by signal %d after finishing the block in flight; run the "
+                 "same command again to resume\n",
+                 stop.signal_number());
+  }
+  if (!options.summary_json.empty()) {
+    nlohmann::ordered_json j;
+    j["model"] = model.description;
+    j["engine"] = engine.describe();
+    j["block_size"] = settings.block_size;
+    j["grouping"] = settings.group_by_length ? "length" : "none";
+    j["requests"] = s.requests;
+    j["rejected"] = s.errors;
+    j["already_done"] = s.already_done;
+    j["completed"] = s.completed;
+    j["interrupted"] = s.interrupted;
+    j["blocks_run"] = s.blocks_run;
+    j["completion_tokens"] = s.completion_tokens;
+    j["generate_s"] = s.generate_s;
+    j["tokens_per_s"] = tok_s;
+    j["load_s"] = load_s;
+    j["plan_prompt_tokens"] = s.cost.prompt_tokens;
+    j["plan_padded_prompt_tokens"] = s.cost.padded_prompt_tokens;
+    std::ofstream out(options.summary_json);
+    H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", options.summary_json, "'");
+    out << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,130 @@
+#include "experiments/generate/generate_job.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "experiments/generate/completion.h"
+#include "experiments/generate/error_report.h"
+#include "experiments/generate/job_input.h"
+#include "experiments/generate/progress_meter.h"
+#include "experiments/generate/result_log.h"
+#include "runtime/core/error.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/timer.h"
+
+namespace h2oflex::generate {
+
+namespace {
+
+std::string result_line(const std::string& id, const Completion& c, size_t prompt_tokens) {
+  nlohmann::ordered_json j;  // "id" first: ResultLog recognizes torn lines by that prefix
+  j["id"] = id;
+  j["text"] = c.text;
+  j["prompt_tokens"] = prompt_tokens;
+  j["completion_tokens"] = c.completion_tokens;
+  j["finish_reason"] = c.finish_reason;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+uint64_t block_seed(uint64_t job_seed, const std::vector<std::string>& ids) {
+  std::string joined;
+  for (const auto& id : ids) joined.append(id).push_back('\0');
+  const auto words = philox4x32(job_seed, stable_hash(joined.data(), joined.size()), 0);
+  return (static_cast<uint64_t>(words[0]) << 32) | words[1];
+}
+
+JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
+                            const BlockRunner& run_block) {
+  JobSummary summary;
+  JobInput input = read_job_input(settings.input_path);
+  std::vector<PreparedRequest> prepared = prepare_requests(
+      input.requests, tokenizer, settings.defaults, settings.max_positions, input.errors);
+  summary.requests = static_cast<int64_t>(prepared.size());
+  summary.errors = static_cast<int64_t>(input.errors.size());
+
+  ResultLog log = ResultLog::open(settings.output_path);  // locks the output first
+  summary.truncated_bytes = log.truncated_bytes();
+  if (log.truncated_bytes() > 0) {
+    std::fprintf(stderr, "generate: removed a partial last line (%lld bytes) from %s\n",
+                 static_cast<long long>(log.truncated_bytes()), settings.output_path.c_str());
+  }
+  const std::string errors_path = errors_path_for(settings.output_path);
+  write_error_report(errors_path, input.errors);
+  if (!input.errors.empty()) {
+    std::fprintf(stderr, "generate: %zu input line(s) rejected, see %s\n", input.errors.size(),
+                 errors_path.c_str());
+  }
+
+  GroupingOptions grouping;
+  grouping.block_size = settings.block_size;
+  grouping.by_length = settings.group_by_length;
+  grouping.max_positions = settings.max_positions;
+  const std::vector<JobBlock> blocks = plan_blocks(prepared, grouping);
+  summary.cost = plan_cost(blocks, prepared);
+
+  auto id_of = [&](size_t p) -> const std::string& { return input.requests[prepared[p].index].id; };
+  for (size_t p = 0; p < prepared.size(); ++p)
+    summary.already_done += log.done_ids().count(id_of(p));
+  std::fprintf(stderr,
+               "generate: %lld requests in %zu blocks of up to %d (%s), %lld already in %s\n",
+               static_cast<long long>(summary.requests), blocks.size(), settings.block_size,
+               settings.group_by_length ? "grouped by length" : "input order",
+               static_cast<long long>(summary.already_done), settings.output_path.c_str());
+
+  ProgressMeter progress(summary.requests, summary.already_done, settings.progress_terminal,
+                         settings.progress_interval_s);
+  Stopwatch watch;
+  for (const JobBlock& block : blocks) {
+    if (settings.stop_requested && settings.stop_requested()) {
+      summary.interrupted = true;
+      break;
+    }
+    std::vector<size_t> pending;
+    for (size_t p : block.members) {
+      if (log.done_ids().count(id_of(p)) == 0) pending.push_back(p);
+    }
+    if (pending.empty()) continue;
+    // The whole block runs even when an earlier run wrote part of it: the same batch gives the
+    // same results, so a resumed job matches an uninterrupted one.
+    BlockWork work;
+    std::vector<std::string> ids;
+    for (size_t p : block.members) {
+      work.prompts.push_back(prepared[p].prompt_ids);
+      ids.push_back(id_of(p));
+    }
+    work.prompt_len = block.prompt_len;
+    work.gen_len = block.gen_len;
+    work.temperature = block.temperature;
+    work.top_p = block.top_p;
+    work.seed = block_seed(settings.seed, ids);
+    const std::vector<std::vector<int32_t>> tokens = run_block(work);
+    H2OFLEX_CHECK(tokens.size() == block.members.size(), "block runner returned ", tokens.size(),
+                  " sequences for ", block.members.size(), " prompts");
+
+    std::vector<std::string> lines, line_ids;
+    int64_t block_tokens = 0;
+    for (size_t m = 0; m < block.members.size(); ++m) {
+      const size_t p = block.members[m];
+      if (log.done_ids().count(id_of(p)) != 0) continue;
+      const GenerateRequest& request = input.requests[prepared[p].index];
+      const Completion c = finish_completion(tokenizer, tokens[m], prepared[p].max_new_tokens,
+                                             settings.eos_id, request.stop);
+      lines.push_back(result_line(request.id, c, prepared[p].prompt_ids.size()));
+      line_ids.push_back(request.id);
+      block_tokens += c.completion_tokens;
+    }
+    log.append(lines, line_ids);
+    ++summary.blocks_run;
+    summary.completed += static_cast<int64_t>(lines.size());
+    summary.completion_tokens += block_tokens;
+    progress.advance(static_cast<int64_t>(lines.size()), block_tokens);
+  }
+  summary.generate_s = watch.elapsed();
+  progress.finish();
+  return summary;
+}
+
+}  // namespace h2oflex::generate

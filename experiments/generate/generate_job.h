@@ -1,0 +1,66 @@
+// A generate job, independent of how blocks are computed: read and check the input, plan the
+// blocks, skip what an earlier run finished, run the rest block by block, append each block's
+// results durably, report progress, and stop cleanly between blocks when asked.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/generate/block_plan.h"
+#include "experiments/generate/prepared_request.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+
+namespace h2oflex::generate {
+
+// One block for the engine: prompts of equal sampling parameters, gen_len = the largest
+// max_new_tokens among them.
+struct BlockWork {
+  std::vector<std::vector<int32_t>> prompts;
+  int prompt_len = 0;  // longest prompt
+  int gen_len = 0;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  uint64_t seed = 0;  // sampling seed of this block
+};
+
+// Returns the generated ids of every prompt (EOS included when generated).
+using BlockRunner = std::function<std::vector<std::vector<int32_t>>(const BlockWork&)>;
+
+struct JobSettings {
+  std::string input_path;
+  std::string output_path;
+  int block_size = 1;
+  bool group_by_length = true;
+  RequestDefaults defaults;
+  uint64_t seed = 1;
+  int64_t max_positions = 2048;  // the model's context
+  int32_t eos_id = 2;
+  bool progress_terminal = false;
+  double progress_interval_s = 10.0;
+  std::function<bool()> stop_requested;  // checked between blocks
+};
+
+struct JobSummary {
+  int64_t requests = 0;      // valid requests in the input
+  int64_t errors = 0;        // lines reported to the errors file
+  int64_t already_done = 0;  // valid requests found in the output at start
+  int64_t completed = 0;     // results written by this run
+  int64_t blocks_run = 0;
+  int64_t completion_tokens = 0;  // written by this run
+  int64_t truncated_bytes = 0;    // partial last line removed at start
+  double generate_s = 0;          // wall time of the block loop
+  bool interrupted = false;
+  PlanCost cost;  // of the whole plan
+};
+
+// Throws InputError for a missing or unreadable input, or an output that is not a result file.
+JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
+                            const BlockRunner& run_block);
+
+// The sampling seed of a block: derived from the job seed and the ids of its requests, so it does
+// not change when the job is interrupted and resumed.
+uint64_t block_seed(uint64_t job_seed, const std::vector<std::string>& ids);
+
+}  // namespace h2oflex::generate

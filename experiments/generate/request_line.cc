@@ -1,0 +1,170 @@
+#include "experiments/generate/request_line.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace h2oflex::generate {
+
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside this file only: one bad field ends the line's parsing.
+struct FieldError {
+  std::string reason;
+};
+
+bool absent(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null();
+}
+
+std::string read_id(const json& value, const std::string& key) {
+  if (value.is_string()) {
+    std::string id = value.get<std::string>();
+    if (id.empty()) throw FieldError{"'" + key + "' is empty"};
+    return id;
+  }
+  if (value.is_number_integer()) return value.dump();  // 42 and -7 keep their digits
+  throw FieldError{"'" + key + "' must be a string or an integer, got " + value.dump()};
+}
+
+std::string read_prompt(const json& obj, const std::string& key) {
+  auto it = obj.find("prompt");
+  if (it == obj.end() || it->is_null()) throw FieldError{"missing '" + key + "'"};
+  if (!it->is_string()) {
+    throw FieldError{"'" + key +
+                     "' must be a string (lists of prompts and token-id prompts are not "
+                     "supported), got " +
+                     std::string(it->type_name())};
+  }
+  return it->get<std::string>();
+}
+
+float read_number(const json& value, const std::string& key) {
+  if (!value.is_number()) {
+    throw FieldError{"'" + key + "' must be a number, got " + value.dump()};
+  }
+  const double v = value.get<double>();
+  if (!std::isfinite(v)) throw FieldError{"'" + key + "' must be finite"};
+  return static_cast<float>(v);
+}
+
+int read_max_tokens(const json& value, const std::string& key) {
+  if (!value.is_number_integer()) {
+    throw FieldError{"'" + key + "' must be an integer, got " + value.dump()};
+  }
+  const int64_t v = value.get<int64_t>();
+  if (v < 1 || v > std::numeric_limits<int>::max()) {
+    throw FieldError{"'" + key + "' must be >= 1, got " + value.dump()};
+  }
+  return static_cast<int>(v);
+}
+
+std::vector<std::string> read_stop(const json& value, const std::string& key) {
+  std::vector<std::string> stop;
+  auto add = [&](const json& s) {
+    if (!s.is_string()) {
+      throw FieldError{"'" + key + "' must be a string or a list of strings, got " + s.dump()};
+    }
+    if (s.get_ref<const std::string&>().empty()) {
+      throw FieldError{"'" + key + "' contains an empty string"};
+    }
+    stop.push_back(s.get<std::string>());
+  };
+  if (value.is_array()) {
+    for (const json& s : value) add(s);
+  } else {
+    add(value);
+  }
+  return stop;
+}
+
+// The fields shared by both formats, read from `obj` (the line, or the batch line's body).
+void read_options(const json& obj, const std::string& prefix, const char* max_tokens_key,
+                  GenerateRequest& r) {
+  r.prompt = read_prompt(obj, prefix + "prompt");
+  if (!absent(obj, max_tokens_key)) {
+    r.max_new_tokens = read_max_tokens(obj[max_tokens_key], prefix + max_tokens_key);
+  }
+  if (!absent(obj, "temperature")) {
+    const float t = read_number(obj["temperature"], prefix + "temperature");
+    if (t < 0) throw FieldError{"'" + prefix + "temperature' must be >= 0"};
+    r.temperature = t;
+  }
+  if (!absent(obj, "top_p")) {
+    const float p = read_number(obj["top_p"], prefix + "top_p");
+    if (!(p > 0 && p <= 1)) throw FieldError{"'" + prefix + "top_p' must be in (0, 1]"};
+    r.top_p = p;
+  }
+  if (!absent(obj, "stop")) r.stop = read_stop(obj["stop"], prefix + "stop");
+}
+
+void read_batch_line(const json& line, GenerateRequest& r) {
+  if (absent(line, "custom_id")) throw FieldError{"missing 'custom_id'"};
+  r.id = read_id(line["custom_id"], "custom_id");
+  if (!absent(line, "method")) {
+    const json& m = line["method"];
+    if (!m.is_string() || m.get<std::string>() != "POST") {
+      throw FieldError{"'method' must be \"POST\", got " + m.dump()};
+    }
+  }
+  if (!absent(line, "url")) {
+    const json& u = line["url"];
+    if (!u.is_string() || u.get<std::string>() != "/v1/completions") {
+      throw FieldError{"'url' " + u.dump() +
+                       " is not supported: only \"/v1/completions\" requests (with a prompt)"};
+    }
+  }
+  if (absent(line, "body")) throw FieldError{"missing 'body'"};
+  const json& body = line["body"];
+  if (!body.is_object()) throw FieldError{"'body' must be an object"};
+  if (!absent(body, "n") && body["n"] != json(1)) {
+    throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
+  }
+  read_options(body, "body.", "max_tokens", r);
+}
+
+}  // namespace
+
+ParsedLine parse_request_line(std::string_view text, int64_t line) {
+  ParsedLine out;
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // Drop the library's "[json.exception.parse_error.101] " tag; keep position and cause.
+    std::string msg = e.what();
+    if (const size_t close = msg.find("] ");
+        msg.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
+      msg = msg.substr(close + 2);
+    }
+    out.error = LineError{line, "", "invalid JSON: " + msg};
+    return out;
+  }
+  if (!doc.is_object()) {
+    out.error = LineError{line, "", "expected a JSON object, got " + std::string(doc.type_name())};
+    return out;
+  }
+  GenerateRequest r;
+  r.line = line;
+  try {
+    const bool batch_format = doc.contains("custom_id") || doc.contains("body");
+    if (batch_format) {
+      read_batch_line(doc, r);
+    } else {
+      if (absent(doc, "id")) throw FieldError{"missing 'id'"};
+      r.id = read_id(doc["id"], "id");
+      read_options(doc, "", "max_new_tokens", r);
+    }
+  } catch (const FieldError& e) {
+    out.error = LineError{line, r.id, e.reason};
+    return out;
+  }
+  out.request = std::move(r);
+  return out;
+}
+
+}  // namespace h2oflex::generate

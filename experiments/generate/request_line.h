@@ -1,0 +1,42 @@
+// One line of a generate job's input: a request in the plain format
+//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?}
+// or in the OpenAI batch-file format for completions
+//   {"custom_id", "method"?, "url"?, "body": {"prompt", "max_tokens"?, "temperature"?,
+//    "top_p"?, "stop"?}}.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace h2oflex::generate {
+
+struct GenerateRequest {
+  std::string id;  // "id", or "custom_id" in the batch format; integer ids become their digits
+  std::string prompt;
+  std::optional<int> max_new_tokens;  // absent: the run config's gen_len
+  std::optional<float> temperature;   // absent: the run config's temperature
+  std::optional<float> top_p;         // absent: the run config's top_p
+  std::vector<std::string> stop;      // the text is cut before the first of these
+  int64_t line = 0;                   // 1-based line number in the input file
+};
+
+// A line that is not a valid request: why, and its id when one could be read.
+struct LineError {
+  int64_t line = 0;
+  std::string id;
+  std::string reason;
+};
+
+struct ParsedLine {
+  std::optional<GenerateRequest> request;
+  std::optional<LineError> error;
+};
+
+// Parses one input line (without its newline). Never throws for bad content: every problem
+// becomes a LineError naming the offending field.
+ParsedLine parse_request_line(std::string_view text, int64_t line);
+
+}  // namespace h2oflex::generate

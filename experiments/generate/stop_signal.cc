@@ -1,0 +1,47 @@
+#include "experiments/generate/stop_signal.h"
+
+#include <csignal>
+
+namespace h2oflex::generate {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+struct sigaction g_previous_int, g_previous_term;
+
+extern "C" void on_stop_signal(int sig) {
+  g_stop_signal = sig;
+  // The next SIGINT or SIGTERM takes its default action (sigaction is async-signal-safe).
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGINT, &dfl, nullptr);
+  sigaction(SIGTERM, &dfl, nullptr);
+}
+
+}  // namespace
+
+StopSignalGuard::StopSignalGuard() {
+  g_stop_signal = 0;
+  struct sigaction sa = {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &g_previous_int);
+  sigaction(SIGTERM, &sa, &g_previous_term);
+}
+
+StopSignalGuard::~StopSignalGuard() {
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
+}
+
+bool StopSignalGuard::requested() const {
+  return g_stop_signal != 0;
+}
+
+int StopSignalGuard::signal_number() const {
+  return g_stop_signal;
+}
+
+}  // namespace h2oflex::generate

@@ -1,0 +1,19 @@
+// SIGINT / SIGTERM ask a generate job to stop after the block in flight: the handler only sets a
+// flag that the job checks between blocks. A second signal is not caught: it ends the process
+// at once (a job must still be stoppable when a block takes long).
+#pragma once
+
+namespace h2oflex::generate {
+
+class StopSignalGuard {
+ public:
+  StopSignalGuard();   // installs the handlers
+  ~StopSignalGuard();  // restores the previous ones
+  StopSignalGuard(const StopSignalGuard&) = delete;
+  StopSignalGuard& operator=(const StopSignalGuard&) = delete;
+
+  bool requested() const;
+  int signal_number() const;  // 0 when none arrived
+};
+
+}  // namespace h2oflex::generate
