@@ -82,13 +82,13 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   nlohmann::json r;
   GenerateOutput out;
   double peak_device = 0;
-  if (c.policy) {
+  if (c.has_policy()) {
     // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
     PipelineSpec spec;
     spec.cfg = cfg;
     spec.producer = src.producer;
     spec.policy = policy::parse_policy(c.policy, "policy");
-    if (c.hardware) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
+    if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
     spec.progress = true;
@@ -154,7 +154,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   r["cache_bytes"] = 2.0 * batch * capacity * cfg.layers * cfg.hidden * wbytes;
   r["hidden_bytes"] = batch * c.prompt_len * cfg.hidden * 4.0;
   r["peak_device_bytes"] =
-      c.policy ? peak_device : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
+      c.has_policy() ? peak_device : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
   r["prefill"] = phase(out.prefill_s, batch * c.prompt_len);
   r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
   r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);

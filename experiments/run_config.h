@@ -31,6 +31,9 @@ struct RunConfig {
   YAML::Node policy;         // policy: section (absent = everything in RAM, plain batch_size)
   YAML::Node hardware;       // hardware: section
   YAML::Node kv_node;        // kv: section as written
+
+  bool has_policy() const { return policy.IsDefined() && !policy.IsNull(); }
+  bool has_hardware() const { return hardware.IsDefined() && !hardware.IsNull(); }
 };
 
 // Parses a YAML document; `overrides` are "dotted.key=value" strings applied first.

@@ -1,0 +1,130 @@
+// Bad input to `h2oflex run`: a clear message naming the culprit, exit code 2, no result file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string output;
+};
+
+class RunErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("h2oflex-cli-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+
+  Outcome run(const std::string& args) {
+    const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>&1";
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+    const int status = ::pclose(pipe);
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  }
+
+  // Runs a config that must be refused; checks exit code 2, the message, and no result file.
+  void expect_refused(const std::string& config, const std::string& message) {
+    const fs::path cfg = write("config.yaml", config);
+    const fs::path json = dir_ / "result.json";
+    const Outcome o = run("run " + cfg.string() + " --json " + json.string());
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_NE(o.output.find(message), std::string::npos) << "expected '" << message << "' in:\n"
+                                                         << o.output;
+    EXPECT_FALSE(fs::exists(json)) << "a result was written";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunErrors, MalformedYaml) {
+  expect_refused("model: opt-125m\nprompt_len: [1, 2\n", "malformed YAML at line");
+}
+
+TEST_F(RunErrors, UnknownKeyIsNamed) {
+  expect_refused("model: opt-125m\nprompt_lenght: 8\n", "unknown key 'prompt_lenght'");
+}
+
+TEST_F(RunErrors, UnknownNestedKeyIsNamed) {
+  expect_refused("model: opt-125m\nkv: {policy: h2o, heavy_ratio: 0.1, recnt_ratio: 0.1}\n",
+                 "kv.recnt_ratio");
+}
+
+TEST_F(RunErrors, WrongTypeIsNamed) {
+  expect_refused("model: opt-125m\ngen_len: many\n", "key 'gen_len': expected an integer");
+}
+
+TEST_F(RunErrors, MissingModelDirectory) {
+  expect_refused("model: " + (dir_ / "no-such-model").string() + "\ndummy: false\n",
+                 "nor an existing directory");
+}
+
+TEST_F(RunErrors, TruncatedSafetensors) {
+  const fs::path model = dir_ / "model";
+  fs::create_directories(model);
+  const fs::path src = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-preln";
+  fs::copy_file(src / "config.json", model / "config.json");
+  fs::copy_file(src / "model.safetensors", model / "model.safetensors");
+  fs::resize_file(model / "model.safetensors", fs::file_size(model / "model.safetensors") / 2);
+  expect_refused("model: " + model.string() + "\ndummy: false\nprompt_len: 4\ngen_len: 2\n",
+                 "model.safetensors");
+}
+
+TEST_F(RunErrors, ShapeDisagreesWithConfig) {
+  const fs::path model = dir_ / "model";
+  fs::create_directories(model);
+  const fs::path src = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-preln";
+  fs::copy_file(src / "model.safetensors", model / "model.safetensors");
+  std::ifstream in(src / "config.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "\"ffn_dim\": 256", to = "\"ffn_dim\": 128";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  write("model/config.json", text);
+  expect_refused("model: " + model.string() + "\ndummy: false\nprompt_len: 4\ngen_len: 2\n",
+                 "fc1.weight");
+}
+
+TEST_F(RunErrors, PolicyOverBudgetShowsTheEstimate) {
+  expect_refused(
+      "model: opt-125m\nprompt_len: 8\ngen_len: 2\n"
+      "policy: {gpu_batch_size: 2, num_gpu_batches: 1, weights: {gpu: 100, cpu: 0}}\n"
+      "hardware: {device_mem: 1MiB}\n",
+      "device needs an estimated");
+}
+
+TEST_F(RunErrors, PercentagesThatDoNotSum) {
+  expect_refused(
+      "model: opt-125m\npolicy: {gpu_batch_size: 1, num_gpu_batches: 1,"
+      " weights: {gpu: 70, cpu: 50}}\n",
+      "policy.weights");
+}
+
+TEST_F(RunErrors, GoodConfigWritesAResult) {
+  const fs::path cfg =
+      write("ok.yaml", "model: opt-125m\nprompt_len: 4\ngen_len: 2\nbatch_size: 1\n");
+  const fs::path json = dir_ / "ok.json";
+  const Outcome o = run("run " + cfg.string() + " --json " + json.string());
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(fs::exists(json));
+  EXPECT_NE(o.output.find("total throughput"), std::string::npos) << o.output;
+}
+
+}  // namespace
