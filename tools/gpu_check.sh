@@ -76,6 +76,8 @@ policy:
   weights: {gpu: 100, cpu: 0}
   cache: {gpu: 100, cpu: 0}
   activations: {gpu: 100, cpu: 0}
+hardware:
+  device_mem: 24GiB
 EOF
       ;;
     opt-30b-full | opt-30b-h2o20)
@@ -125,7 +127,7 @@ for i in "${!cases[@]}"; do
     printf '%s\t%s\tno h2oflex binary\n' "$name" "$config" >>"$results"
     continue
   fi
-  if [ "$slot" -lt 10 ]; then
+  if [ "$left" -lt 10 ] || [ "$slot" -lt 1 ]; then
     printf '%s\t%s\tskipped: time budget spent\n' "$name" "$config" >>"$results"
     continue
   fi
