@@ -10,9 +10,9 @@ BlockEngine::BlockEngine(const RunConfig& config, const YAML::Node& config_root,
     : config_(config), config_root_(YAML::Clone(config_root)), source_(source) {
   compute_ = resolve_compute_type(config.compute_dtype);
   weight_dtype_ = compute_ == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
-  if (config.policy) {
+  if (config.has_policy()) {
     policy_ = policy::parse_policy(config.policy, "policy");
-    if (config.hardware) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
+    if (config.has_hardware()) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
   } else {
     weights_ = load_opt_weights(source.config, weight_dtype_, source.producer);
   }

@@ -50,7 +50,8 @@ void ProgressMeter::advance(int64_t requests, int64_t tokens) {
 }
 
 void ProgressMeter::finish() {
-  draw(true);
+  // A log already showing the final count needs no repeat.
+  if (terminal_ || printed_done_ != done_) draw(true);
   if (terminal_) std::fputc('\n', out_);
   std::fflush(out_);
 }
@@ -59,6 +60,7 @@ void ProgressMeter::draw(bool force) {
   const double t = watch_.elapsed();
   if (!terminal_ && !force && last_print_s_ >= 0 && t - last_print_s_ < interval_s_) return;
   last_print_s_ = t;
+  printed_done_ = done_;
   if (!terminal_) {
     std::fprintf(out_, "generate: %s\n", status(t).c_str());
     std::fflush(out_);

@@ -29,7 +29,7 @@ class ProgressMeter {
  private:
   void draw(bool force);
 
-  int64_t total_, done_, done_this_run_ = 0, tokens_ = 0;
+  int64_t total_, done_, done_this_run_ = 0, tokens_ = 0, printed_done_ = -1;
   bool terminal_;
   double interval_s_, last_print_s_ = -1;
   std::FILE* out_;
