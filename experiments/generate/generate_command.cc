@@ -47,6 +47,9 @@ YAML::Node job_config_root(const GenerateJobOptions& o, std::string& source) {
     H2OFLEX_INPUT_CHECK(root.IsMap(), o.config_path, ": the config must be a mapping");
   }
   for (const auto& assignment : o.overrides) apply_override(root, assignment);
+  H2OFLEX_INPUT_CHECK(!root["variants"], source,
+                      ": generate runs one configuration; drop variants: and choose its keys with "
+                      "--set (e.g. --set kv.policy=full)");
   H2OFLEX_INPUT_CHECK(!root["prompt_ids"], source,
                       ": prompt_ids has no meaning for generate (prompts come from --input)");
   if (!o.model_dir.empty()) root["model"] = o.model_dir;
