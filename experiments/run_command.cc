@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "experiments/model_source.h"
 #include "experiments/sha256.h"
@@ -153,8 +154,9 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   r["model_bytes"] = static_cast<double>(cfg.parameter_count()) * wbytes;
   r["cache_bytes"] = 2.0 * batch * capacity * cfg.layers * cfg.hidden * wbytes;
   r["hidden_bytes"] = batch * c.prompt_len * cfg.hidden * 4.0;
-  r["peak_device_bytes"] =
-      c.has_policy() ? peak_device : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
+  r["peak_device_bytes"] = c.has_policy()
+                               ? peak_device
+                               : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
   r["prefill"] = phase(out.prefill_s, batch * c.prompt_len);
   r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
   r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);
@@ -167,20 +169,100 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   return r;
 }
 
+namespace {
+
+struct KvTraffic {
+  double read = 0, written = 0;
+};
+
+// KV bytes read from and written back to the KV home, per phase. A store goes to the home
+// (disk, or host from the device); everything else moving KV is a load.
+std::map<std::string, KvTraffic> kv_traffic(const nlohmann::json& r) {
+  std::map<std::string, KvTraffic> t;
+  if (!r.contains("bytes_moved")) return t;
+  for (const auto& m : r["bytes_moved"]) {
+    if (m["kind"] != "kv") continue;
+    const bool store = m["dst"] == "disk" || (m["dst"] == "host" && m["src"] == "device");
+    (store ? t[m["phase"]].written : t[m["phase"]].read) += m["bytes"].get<double>();
+  }
+  return t;
+}
+
+void print_comparison(const std::vector<nlohmann::json>& results) {
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::printf("\n%-34s", "side by side");
+  for (const auto& r : results) std::printf(" %18s", r["name"].get<std::string>().c_str());
+  std::printf("\n");
+  auto row = [&](const char* label, auto&& value, const char* fmt) {
+    std::printf("%-34s", label);
+    for (const auto& r : results) std::printf(fmt, value(r));
+    std::printf("\n");
+  };
+  row(
+      "KV slots per sequence/layer/head",
+      [](const nlohmann::json& r) { return r["kv"]["budget"].get<double>(); }, " %18.0f");
+  row(
+      "KV cache stored (MiB)",
+      [&](const nlohmann::json& r) { return r["cache_bytes"].get<double>() / kMiB; }, " %18.1f");
+  for (const char* phase : {"prefill", "decode"}) {
+    const std::string read = std::string("KV read, ") + phase + " (MiB)";
+    const std::string written = std::string("KV written, ") + phase + " (MiB)";
+    row(
+        read.c_str(), [&](const nlohmann::json& r) { return kv_traffic(r)[phase].read / kMiB; },
+        " %18.1f");
+    row(
+        written.c_str(),
+        [&](const nlohmann::json& r) { return kv_traffic(r)[phase].written / kMiB; }, " %18.1f");
+  }
+  for (const char* tier : {"device", "host", "disk"}) {
+    const std::string label = std::string("peak ") + tier + " memory (MiB)";
+    row(
+        label.c_str(),
+        [&](const nlohmann::json& r) {
+          return r.contains("peak_bytes") ? r["peak_bytes"][tier].get<double>() / kMiB : 0.0;
+        },
+        " %18.1f");
+  }
+  row(
+      "decode throughput (token/s)",
+      [](const nlohmann::json& r) { return r["decode"]["throughput_tok_s"].get<double>(); },
+      " %18.2f");
+  row(
+      "total throughput (token/s)",
+      [](const nlohmann::json& r) { return r["total"]["throughput_tok_s"].get<double>(); },
+      " %18.2f");
+}
+
+void write_json_atomically(const std::string& path, const nlohmann::json& doc) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", tmp, "'");
+    out << doc.dump(2) << "\n";
+    H2OFLEX_CHECK(out.good(), "writing ", tmp);
+  }
+  H2OFLEX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "renaming ", tmp, " to ", path);
+  std::fprintf(stderr, "wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
 int run_command(const RunOptions& options) {
-  RunConfig config = load_run_config(options.config_path, options.overrides);
-  nlohmann::json result = run_experiment_config(config);
-  print_summary(result);
+  const std::vector<RunConfig> configs =
+      load_run_config_variants(options.config_path, options.overrides);
+  std::vector<nlohmann::json> results;
+  for (const RunConfig& config : configs) {
+    if (configs.size() > 1) std::printf("== %s ==\n", config.name.c_str());
+    nlohmann::json result = run_experiment_config(config);
+    result["name"] = config.name;
+    print_summary(result);
+    results.push_back(std::move(result));
+  }
+  if (results.size() > 1) print_comparison(results);
   if (!options.json_out.empty()) {
-    const std::string tmp = options.json_out + ".tmp";
-    {
-      std::ofstream out(tmp);
-      H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", tmp, "'");
-      out << result.dump(2) << "\n";
-      H2OFLEX_CHECK(out.good(), "writing ", tmp);
-    }
-    std::rename(tmp.c_str(), options.json_out.c_str());
-    std::fprintf(stderr, "wrote %s\n", options.json_out.c_str());
+    write_json_atomically(options.json_out, results.size() == 1
+                                                ? results.front()
+                                                : nlohmann::json{{"variants", results}});
   }
   return 0;
 }

@@ -178,7 +178,9 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   return c;
 }
 
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+namespace {
+
+YAML::Node load_yaml_file(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path);
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read config file '", path, "'");
   YAML::Node root;
@@ -190,7 +192,53 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   }
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) apply_override(root, o);
-  return parse_run_config(root, path);
+  return root;
+}
+
+// Replaces keys of `base` by those of `patch`, descending into mappings present in both.
+void merge_into(YAML::Node base, const YAML::Node& patch) {
+  for (const auto& kv : patch) {
+    const std::string key = kv.first.as<std::string>();
+    if (kv.second.IsMap() && base[key] && base[key].IsMap()) {
+      merge_into(base[key], kv.second);
+    } else {
+      base[key] = YAML::Clone(kv.second);
+    }
+  }
+}
+
+}  // namespace
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  const auto configs = load_run_config_variants(path, overrides);
+  H2OFLEX_INPUT_CHECK(configs.size() == 1, path, ": has ", configs.size(),
+                      " variants where one config is expected");
+  return configs.front();
+}
+
+std::vector<RunConfig> load_run_config_variants(const std::string& path,
+                                                const std::vector<std::string>& overrides) {
+  YAML::Node root = load_yaml_file(path, overrides);
+  if (!root.IsMap() || !root["variants"]) return {parse_run_config(root, path)};
+  const YAML::Node variants = root["variants"];
+  H2OFLEX_INPUT_CHECK(variants.IsSequence() && variants.size() > 0, path,
+                      ": variants must be a non-empty list of {name, set}");
+  YAML::Node base = YAML::Clone(root);
+  base.remove("variants");
+  std::vector<RunConfig> out;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const YAML::Node v = variants[i];
+    const std::string where = detail::concat("variants[", i, "]");
+    check_keys(v, {"name", "set"}, where, path);
+    YAML::Node cfg = YAML::Clone(base);
+    if (v["set"]) {
+      H2OFLEX_INPUT_CHECK(v["set"].IsMap(), path, ": ", where, ".set must be a mapping");
+      merge_into(cfg, v["set"]);
+    }
+    if (v["name"]) cfg["name"] = v["name"];
+    out.push_back(parse_run_config(cfg, detail::concat(path, " (", where, ")")));
+  }
+  return out;
 }
 
 bool cpu_has_native_bf16() {

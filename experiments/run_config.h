@@ -40,6 +40,11 @@ struct RunConfig {
 // Unknown keys, wrong types and out-of-range values throw InputError naming the key.
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source);
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides);
+// A config may list `variants:` — [{name, set: {key: value, ...}}, ...] — each the base config
+// with some keys replaced (e.g. the same workload with full cache and with H2O). Without
+// variants this returns the one config.
+std::vector<RunConfig> load_run_config_variants(const std::string& path,
+                                                const std::vector<std::string>& overrides);
 void apply_override(YAML::Node& root, const std::string& assignment);
 
 // Resolves compute_dtype "auto": bf16 where the CPU has native bf16 matrix instructions

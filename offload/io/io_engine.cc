@@ -110,28 +110,41 @@ int IoEngine::fixed_slot_for(const char* ptr, size_t length) const {
 }
 
 void IoEngine::read(const DiskFile& file, uint64_t offset, void* buffer, size_t length) {
-  run(false, file, offset, static_cast<char*>(buffer), length, true);
+  const IoSegment one{offset, static_cast<char*>(buffer), length};
+  run(false, file, {&one, 1}, true);
 }
 
 size_t IoEngine::read_upto(const DiskFile& file, uint64_t offset, void* buffer, size_t length) {
-  return run(false, file, offset, static_cast<char*>(buffer), length, false);
+  const IoSegment one{offset, static_cast<char*>(buffer), length};
+  return run(false, file, {&one, 1}, false);
 }
 
 void IoEngine::write(const DiskFile& file, uint64_t offset, const void* buffer, size_t length) {
-  run(true, file, offset, const_cast<char*>(static_cast<const char*>(buffer)), length, true);
+  const IoSegment one{offset, const_cast<char*>(static_cast<const char*>(buffer)), length};
+  run(true, file, {&one, 1}, true);
 }
 
-size_t IoEngine::run(bool is_write, const DiskFile& file, uint64_t offset, char* buffer,
-                     size_t length, bool eof_is_error) {
+void IoEngine::write_scattered(const DiskFile& file, std::span<const IoSegment> segments) {
+  run(true, file, segments, true);
+}
+
+size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegment> segments,
+                     bool eof_is_error) {
   const char* op = is_write ? "write" : "read";
-  if (length == 0) return 0;
-  if (file.is_direct()) {
-    H2OFLEX_CHECK(aligned(offset, file.offset_align()) && aligned(length, file.offset_align()) &&
-                      aligned(reinterpret_cast<uintptr_t>(buffer), file.mem_align()),
-                  "unaligned direct ", op, " of ", length, " bytes at offset ", offset, " in '",
-                  file.path(), "' (offset alignment ", file.offset_align(), ", memory alignment ",
-                  file.mem_align(), ")");
+  size_t length = 0;  // of all segments
+  for (const IoSegment& seg : segments) {
+    length += seg.len;
+    if (file.is_direct()) {
+      H2OFLEX_CHECK(aligned(seg.offset, file.offset_align()) &&
+                        aligned(seg.len, file.offset_align()) &&
+                        aligned(reinterpret_cast<uintptr_t>(seg.buf), file.mem_align()),
+                    "unaligned direct ", op, " of ", seg.len, " bytes at offset ", seg.offset,
+                    " in '", file.path(), "' (offset alignment ", file.offset_align(),
+                    ", memory alignment ", file.mem_align(), ")");
+    }
   }
+  if (length == 0) return 0;
+  const uint64_t offset = segments.front().offset;  // for messages and read_upto's result
   std::lock_guard lock(mutex_);
   std::lock_guard regions_lock(regions_mutex_);
 
@@ -148,7 +161,8 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, uint64_t offset, char*
   std::vector<unsigned> free_slots;
   for (unsigned i = depth; i > 0; --i) free_slots.push_back(i - 1);
 
-  size_t next = 0;  // bytes of the transfer handed to the ring so far
+  size_t seg_index = 0;  // the segment being handed to the ring
+  size_t next = 0;       // bytes of that segment handed to the ring so far
   unsigned in_flight = 0;
   std::string error;
   uint64_t eof_at = UINT64_MAX;  // smallest file offset where end of file was seen
@@ -185,11 +199,18 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, uint64_t offset, char*
 
   for (;;) {
     bool prepared = false;
-    while (error.empty() && eof_at == UINT64_MAX && next < length && !free_slots.empty()) {
+    while (error.empty() && eof_at == UINT64_MAX && seg_index < segments.size() &&
+           !free_slots.empty()) {
+      const IoSegment& seg = segments[seg_index];
+      if (next == seg.len) {
+        ++seg_index;
+        next = 0;
+        continue;
+      }
       const unsigned index = free_slots.back();
       free_slots.pop_back();
-      const size_t chunk = std::min(options_.chunk_bytes, length - next);
-      slots[index] = Slot{offset + next, buffer + next, chunk, 0, true};
+      const size_t chunk = std::min(options_.chunk_bytes, seg.len - next);
+      slots[index] = Slot{seg.offset + next, seg.buf + next, chunk, 0, true};
       prepare(index);
       next += chunk;
       prepared = true;

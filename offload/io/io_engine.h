@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "offload/io/disk_file.h"
@@ -46,6 +47,13 @@ class IoFaultHook {
   virtual int on_complete(const IoRequestInfo& request, int result) = 0;
 };
 
+// One piece of a scattered transfer: `len` bytes at file `offset` from / to `buf`.
+struct IoSegment {
+  uint64_t offset;
+  char* buf;
+  size_t len;
+};
+
 class IoEngine {
  public:
   explicit IoEngine(IoEngineOptions options = {});
@@ -60,6 +68,10 @@ class IoEngine {
   size_t read_upto(const DiskFile& file, uint64_t offset, void* buffer, size_t length);
   // Writes exactly `length` bytes (same alignment rules as read).
   void write(const DiskFile& file, uint64_t offset, const void* buffer, size_t length);
+
+  // Writes every segment, keeping up to queue_depth requests in flight across segments (many
+  // small scattered writes cost one round of submissions, not one round trip each).
+  void write_scattered(const DiskFile& file, std::span<const IoSegment> segments);
 
   // Registers [ptr, ptr + bytes) as fixed buffers (split into pieces of at most 1 GiB). Returns
   // false when the kernel refuses (e.g. memlock limit): I/O then uses the ordinary opcodes.
@@ -78,7 +90,7 @@ class IoEngine {
     unsigned slot;
     void* owner;  // the pointer passed to register_buffer
   };
-  size_t run(bool is_write, const DiskFile& file, uint64_t offset, char* buffer, size_t length,
+  size_t run(bool is_write, const DiskFile& file, std::span<const IoSegment> segments,
              bool eof_is_error);
   int fixed_slot_for(const char* ptr, size_t length) const;
 

@@ -98,6 +98,44 @@ TransferHandle TransferEngine::copy(QueueId queue, const Location& src, const Lo
   return handle;
 }
 
+TransferHandle TransferEngine::copy_ranges(QueueId queue, const Location& src, const Location& dst,
+                                           Ranges ranges, TransferTag tag) {
+  TransferHandle handle;
+  handle.state_ = std::make_shared<TransferHandle::State>();
+  uint64_t bytes = 0;
+  for (const auto& r : ranges) bytes += r.second;
+  Queue& q = *queues_[static_cast<size_t>(queue)];
+  {
+    std::lock_guard lock(q.mutex);
+    H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
+    q.tasks.push_back(Task{src, dst, bytes, std::move(tag), {}, handle.state_, std::move(ranges)});
+    ++q.submitted;
+  }
+  q.cv.notify_one();
+  return handle;
+}
+
+void TransferEngine::execute_ranges(Lane lane, const Location& src, const Location& dst,
+                                    const Ranges& ranges) {
+  bool batched = dst.is_disk() && dst.file->is_direct() && src.host_addressable();
+  std::vector<IoSegment> segments;
+  if (batched) {
+    const size_t oa = dst.file->offset_align(), ma = dst.file->mem_align();
+    for (const auto& [off, len] : ranges) {
+      char* buf = static_cast<char*>(src.ptr) + off;
+      const uint64_t at = dst.offset + off;
+      batched =
+          batched && at % oa == 0 && len % oa == 0 && reinterpret_cast<uintptr_t>(buf) % ma == 0;
+      segments.push_back(IoSegment{at, buf, static_cast<size_t>(len)});
+    }
+  }
+  if (batched) {
+    lane.io->write_scattered(*dst.file, segments);
+    return;
+  }
+  for (const auto& [off, len] : ranges) execute(lane, src.advanced(off), dst.advanced(off), len);
+}
+
 void TransferEngine::copy_sync(const Location& src, const Location& dst, uint64_t bytes,
                                TransferTag tag) {
   std::lock_guard lock(sync_mutex_);
@@ -118,7 +156,11 @@ void TransferEngine::worker_loop(Queue& q) {
     const Stopwatch watch;
     std::exception_ptr error;
     try {
-      execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
+      if (task.ranges.empty()) {
+        execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
+      } else {
+        execute_ranges(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.ranges);
+      }
       count(task.tag, task.src.kind, task.dst.kind, task.bytes);
       if (task.then) task.then();
     } catch (...) {

@@ -88,6 +88,12 @@ class TransferEngine : private PinListener {
   // after the copy succeeded; an exception from it becomes the copy's error.
   TransferHandle copy(QueueId queue, const Location& src, const Location& dst, uint64_t bytes,
                       TransferTag tag, std::function<void()> then = {});
+  // Copies many pieces, (offset, length) relative to src and dst, as one task: a scattered
+  // write-back such as the KV slots one decode step changed. Aligned direct disk writes are
+  // submitted together (up to the queue depth in flight); anything else runs piece by piece.
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  TransferHandle copy_ranges(QueueId queue, const Location& src, const Location& dst, Ranges ranges,
+                             TransferTag tag);
   void wait(const TransferHandle& handle) const { handle.wait(); }
   // Runs a copy on the calling thread (its own io engine), counted like the others.
   void copy_sync(const Location& src, const Location& dst, uint64_t bytes, TransferTag tag);
@@ -115,6 +121,7 @@ class TransferEngine : private PinListener {
     TransferTag tag;
     std::function<void()> then;
     std::shared_ptr<TransferHandle::State> state;
+    Ranges ranges;  // non-empty: a scattered copy; `bytes` is their sum
   };
   struct Queue {
     std::unique_ptr<IoEngine> io;
@@ -135,6 +142,7 @@ class TransferEngine : private PinListener {
 
   void worker_loop(Queue& q);
   void execute(Lane lane, const Location& src, const Location& dst, uint64_t bytes);
+  void execute_ranges(Lane lane, const Location& src, const Location& dst, const Ranges& ranges);
   void count(const TransferTag& tag, TierKind src, TierKind dst, uint64_t bytes);
   void register_pinned(void* ptr, size_t bytes) override;
   void unregister_pinned(void* ptr, size_t bytes) override;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -262,12 +263,15 @@ void Pipeline::plan_and_allocate() {
     }
   }
   H2OFLEX_INPUT_CHECK(over.empty(), "policy ", pol_.summary(), " does not fit: ", over);
-  H2OFLEX_INPUT_CHECK(plan_.bytes[2] == 0 || !lim.disk_path.empty(),
-                      "the policy puts data on disk: set hardware.disk_path");
+  std::string disk_path = lim.disk_path;
+  if (plan_.bytes[2] > 0 && disk_path.empty()) {
+    disk_path = std::filesystem::temp_directory_path().string();
+    std::fprintf(stderr, "disk tier: hardware.disk_path not set, using %s\n", disk_path.c_str());
+  }
 
   device_ = std::make_unique<CpuDeviceTier>(budgets[0]);
   host_ = std::make_unique<HostTier>(budgets[1]);
-  if (plan_.bytes[2] > 0) disk_ = std::make_unique<DiskTier>(lim.disk_path, budgets[2]);
+  if (plan_.bytes[2] > 0) disk_ = std::make_unique<DiskTier>(disk_path, budgets[2]);
   xfer_ = std::make_unique<TransferEngine>();
   xfer_->use_pinned_memory(*host_);
 
@@ -446,11 +450,12 @@ std::vector<TransferHandle> Pipeline::store_cache(int layer, int batch, int buf,
   const uint64_t used = static_cast<uint64_t>(gbs_ * heads_ * cap_) * record;
   // Byte ranges to write: everything after prefill; after a decode step only the changed slot
   // records — rounded out to whole pages when the home is the disk, merged when adjacent.
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  TransferEngine::Ranges ranges;
   if (changed == nullptr) {
     ranges.emplace_back(0, used);
   } else {
-    const uint64_t gran = kv.kind == TierKind::Disk ? disk_->alignment() : record;
+    // The disk's direct-I/O block (often 512 bytes), not the tier's 4 KiB allocation unit.
+    const uint64_t gran = kv.kind == TierKind::Disk ? disk_->file().block() : record;
     std::set<uint64_t> units;
     for (size_t bh = 0; bh < changed->size(); ++bh) {
       const int32_t slot = (*changed)[bh];
@@ -469,16 +474,8 @@ std::vector<TransferHandle> Pipeline::store_cache(int layer, int batch, int buf,
   }
   for (int which = 0; which < 2; ++which) {
     const Home& home = which == 0 ? kv.k : kv.v;
-    for (const auto& [off, len] : ranges) {
-      Home h = home;
-      if (h.kind == TierKind::Disk)
-        h.offset += off;
-      else
-        h.ptr = static_cast<char*>(h.ptr) + off;
-      handles.push_back(xfer_->copy(QueueId::CacheStore,
-                                    loc_ptr(ws, static_cast<char*>(kv_ws_[buf][which]) + off),
-                                    loc(h), len, {phase, DataKind::Kv}));
-    }
+    handles.push_back(xfer_->copy_ranges(QueueId::CacheStore, loc_ptr(ws, kv_ws_[buf][which]),
+                                         loc(home), ranges, {phase, DataKind::Kv}));
   }
   kv_store_pending_[buf].insert(kv_store_pending_[buf].end(), handles.begin(), handles.end());
   return handles;
