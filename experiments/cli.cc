@@ -8,6 +8,7 @@
 #include "experiments/bench_gemm.h"
 #include "experiments/bench_io.h"
 #include "experiments/experiment_runner.h"
+#include "experiments/generate/generate_cli.h"
 #include "experiments/plan_command.h"
 #include "experiments/run_command.h"
 #include "offload/byte_size.h"
@@ -83,6 +84,9 @@ int cli_main(int argc, char** argv) {
   exp_cmd->add_option("--out", exp.out_dir, "output directory")->required();
   exp_cmd->add_flag("--predict", exp.predict, "only evaluate the cost model");
 
+  GenerateJobOptions gen;
+  CLI::App* gen_cmd = add_generate_subcommand(app, gen);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -103,6 +107,7 @@ int cli_main(int argc, char** argv) {
       return run_plan(plan);
     }
     if (exp_cmd->parsed()) return run_experiment(exp, measure_row);
+    if (gen_cmd->parsed()) return run_generate(gen);
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

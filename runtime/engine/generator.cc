@@ -36,7 +36,10 @@ void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t fir
     return;
   }
   std::vector<uint64_t> keys(static_cast<size_t>(logits.dim(0)));
-  for (size_t i = 0; i < keys.size(); ++i) keys[i] = static_cast<uint64_t>(first_row) + i;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t row = static_cast<size_t>(first_row) + i;
+    keys[i] = opt.row_keys.empty() ? row : opt.row_keys.at(row);
+  }
   ops::sample(logits, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
               ids);
 }

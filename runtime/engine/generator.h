@@ -21,6 +21,9 @@ struct GenerateOptions {
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;
   uint64_t seed = 0;
+  // Sampling stream of each sequence (empty: its row index), so a request samples the same
+  // tokens whichever block and row it lands in.
+  std::vector<uint64_t> row_keys;
   // Test hooks: logits [rows, vocab] of every prompt position (step -1, rows = b * s) and of the
   // last position at each generation step (step >= 0, rows = b).
   std::function<void(int step, const Tensor& logits)> on_logits;
