@@ -49,6 +49,7 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.temperature = work.temperature;
   opt.top_p = work.top_p;
   opt.seed = work.seed;
+  opt.row_keys = work.row_keys;
   if (!policy_) return generate_in_ram(source_.config, *weights_, work.prompts, opt).tokens;
 
   // The pipeline takes exactly one block: a short last block is filled with copies of its last
@@ -61,6 +62,9 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   spec.gen = opt;
   spec.prompts = work.prompts;
   spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
+  if (!spec.gen.row_keys.empty()) {
+    spec.gen.row_keys.resize(spec.prompts.size(), spec.gen.row_keys.back());
+  }
   PipelineResult result = run_pipeline(spec);
   result.tokens.resize(work.prompts.size());
   return result.tokens;

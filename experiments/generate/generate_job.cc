@@ -29,11 +29,8 @@ std::string result_line(const std::string& id, const Completion& c, size_t promp
 
 }  // namespace
 
-uint64_t block_seed(uint64_t job_seed, const std::vector<std::string>& ids) {
-  std::string joined;
-  for (const auto& id : ids) joined.append(id).push_back('\0');
-  const auto words = philox4x32(job_seed, stable_hash(joined.data(), joined.size()), 0);
-  return (static_cast<uint64_t>(words[0]) << 32) | words[1];
+uint64_t request_sampling_key(const std::string& id) {
+  return stable_hash(id.data(), id.size());
 }
 
 JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
@@ -94,12 +91,13 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
     for (size_t p : block.members) {
       work.prompts.push_back(prepared[p].prompt_ids);
       ids.push_back(id_of(p));
+      work.row_keys.push_back(request_sampling_key(id_of(p)));
     }
     work.prompt_len = block.prompt_len;
     work.gen_len = block.gen_len;
     work.temperature = block.temperature;
     work.top_p = block.top_p;
-    work.seed = block_seed(settings.seed, ids);
+    work.seed = settings.seed;
     const std::vector<std::vector<int32_t>> tokens = run_block(work);
     H2OFLEX_CHECK(tokens.size() == block.members.size(), "block runner returned ", tokens.size(),
                   " sequences for ", block.members.size(), " prompts");

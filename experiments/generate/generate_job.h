@@ -22,7 +22,8 @@ struct BlockWork {
   int gen_len = 0;
   float temperature = 0.0f;
   float top_p = 1.0f;
-  uint64_t seed = 0;  // sampling seed of this block
+  uint64_t seed = 0;               // the job's sampling seed
+  std::vector<uint64_t> row_keys;  // per prompt: its sampling stream, from its id
 };
 
 // Returns the generated ids of every prompt (EOS included when generated).
@@ -59,8 +60,8 @@ struct JobSummary {
 JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
                             const BlockRunner& run_block);
 
-// The sampling seed of a block: derived from the job seed and the ids of its requests, so it does
-// not change when the job is interrupted and resumed.
-uint64_t block_seed(uint64_t job_seed, const std::vector<std::string>& ids);
+// The sampling stream of a request: derived from its id alone, so a request samples the same
+// tokens whichever block it lands in, with or without grouping, resumed or not.
+uint64_t request_sampling_key(const std::string& id);
 
 }  // namespace h2oflex::generate

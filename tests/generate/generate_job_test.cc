@@ -225,11 +225,10 @@ TEST_F(GenerateJobTest, StopRequestFinishesTheBlockInFlight) {
   EXPECT_EQ(results().size(), 20u);
 }
 
-TEST_F(GenerateJobTest, SampledBlocksGetStableDistinctSeeds) {
-  EXPECT_EQ(block_seed(1, {"a", "b"}), block_seed(1, {"a", "b"}));
-  EXPECT_NE(block_seed(1, {"a", "b"}), block_seed(2, {"a", "b"}));
-  EXPECT_NE(block_seed(1, {"a", "b"}), block_seed(1, {"ab"}));
-  EXPECT_NE(block_seed(1, {"a", "b"}), block_seed(1, {"b", "a"}));
+TEST_F(GenerateJobTest, RequestsGetStableDistinctSamplingKeys) {
+  EXPECT_EQ(request_sampling_key("a"), request_sampling_key("a"));
+  EXPECT_NE(request_sampling_key("a"), request_sampling_key("b"));
+  EXPECT_NE(request_sampling_key("ab"), request_sampling_key("ba"));
 }
 
 TEST_F(GenerateJobTest, MissingInputIsAnInputError) {
