@@ -3,10 +3,19 @@
 #include <filesystem>
 #include <memory>
 
+#include "models/loaders/dummy_weights.h"
 #include "models/loaders/hf_checkpoint.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
+
+namespace {
+PartialWeightProducer dummy_partial_producer(uint64_t seed) {
+  return [seed](const WeightSpec& spec, DType dtype, uint64_t first, uint64_t count, void* dst) {
+    dummy_weight_fill(spec, seed, dtype, first, count, dst);
+  };
+}
+}  // namespace
 
 ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
   ModelSource src;
@@ -16,6 +25,7 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
                         "set dummy: true, or point model at a Hugging Face directory");
     src.config = *cfg;
     src.producer = dummy_weight_producer(seed);
+    src.partial = dummy_partial_producer(seed);
     src.description = detail::concat(cfg->name, " (dummy weights, seed ", seed, ")");
     src.key = detail::concat(cfg->name, ":dummy:seed=", seed);
     return src;
@@ -33,6 +43,7 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
   src.config = to_opt_config(ckpt->config(), dir.filename().string());
   if (dummy) {
     src.producer = dummy_weight_producer(seed);
+    src.partial = dummy_partial_producer(seed);
     src.description = detail::concat(model, " (config only, dummy weights, seed ", seed, ")");
     src.key = detail::concat(model, ":dummy:seed=", seed);
     return src;

@@ -88,6 +88,8 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     PipelineSpec spec;
     spec.cfg = cfg;
     spec.producer = src.producer;
+    spec.partial_producer = src.partial;
+    spec.weights_key = src.key;
     spec.policy = policy::parse_policy(c.policy, "policy");
     if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
     spec.gen = opt;

@@ -57,6 +57,8 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   PipelineSpec spec;
   spec.cfg = source_.config;
   spec.producer = source_.producer;
+  spec.partial_producer = source_.partial;
+  spec.weights_key = source_.key;
   spec.policy = *policy_;
   spec.limits = limits_;
   spec.gen = opt;

@@ -36,11 +36,31 @@ float normal_at(uint64_t seed, uint64_t stream, uint64_t index) {
   return (lane % 2 == 0) ? r * std::cos(theta) : r * std::sin(theta);
 }
 
+namespace {
+// The four normals of Philox block `block`: exactly normal_at(seed, stream, 4 * block + lane).
+inline void normal_quad(uint64_t seed, uint64_t stream, uint64_t block, float out[4]) {
+  const auto w = philox4x32(seed, stream, block);
+  for (int pair = 0; pair < 2; ++pair) {
+    const float r = std::sqrt(-2.0f * std::log(uniform_open01(w[2 * pair])));
+    const float theta = 6.28318530717958647692f * uniform_open01(w[2 * pair + 1]);
+    out[2 * pair] = r * std::cos(theta);
+    out[2 * pair + 1] = r * std::sin(theta);
+  }
+}
+}  // namespace
+
 void fill_normal(float* out, uint64_t n, uint64_t seed, uint64_t stream, uint64_t first, float mean,
                  float std) {
+  if (n == 0) return;
+  const uint64_t first_block = first / 4, last_block = (first + n - 1) / 4;
 #pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-    out[i] = mean + std * normal_at(seed, stream, first + static_cast<uint64_t>(i));
+  for (int64_t b = static_cast<int64_t>(first_block); b <= static_cast<int64_t>(last_block); ++b) {
+    float quad[4];
+    normal_quad(seed, stream, static_cast<uint64_t>(b), quad);
+    for (uint64_t lane = 0; lane < 4; ++lane) {
+      const uint64_t index = static_cast<uint64_t>(b) * 4 + lane;
+      if (index >= first && index < first + n) out[index - first] = mean + std * quad[lane];
+    }
   }
 }
 

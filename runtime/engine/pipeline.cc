@@ -28,6 +28,7 @@ struct Home {
   TierKind kind = TierKind::Host;
   void* ptr = nullptr;
   uint64_t offset = 0;
+  bool in_layout = false;  // a disk offset in the weight layout's file, not the disk tier's
 };
 
 struct TensorHome {
@@ -89,6 +90,8 @@ class Pipeline {
   std::unique_ptr<HostTier> host_;
   std::unique_ptr<DiskTier> disk_;
   std::unique_ptr<TransferEngine> xfer_;
+  std::string disk_path_;
+  std::unique_ptr<WeightLayout> layout_;
   Plan plan_;
 
   std::vector<WeightSpec> specs_;
@@ -151,7 +154,8 @@ Location Pipeline::loc(const Home& h) const {
     case TierKind::Host:
       return Location::in_memory(*host_, h.ptr);
     case TierKind::Disk:
-      return Location::on_disk(*disk_, h.offset);
+      return h.in_layout ? Location::in_file(layout_->file(), h.offset)
+                         : Location::on_disk(*disk_, h.offset);
   }
   return {};
 }
@@ -272,6 +276,7 @@ void Pipeline::plan_and_allocate() {
   device_ = std::make_unique<CpuDeviceTier>(budgets[0]);
   host_ = std::make_unique<HostTier>(budgets[1]);
   if (plan_.bytes[2] > 0) disk_ = std::make_unique<DiskTier>(disk_path, budgets[2]);
+  disk_path_ = disk_path;
   xfer_ = std::make_unique<TransferEngine>();
   xfer_->use_pinned_memory(*host_);
 
@@ -300,33 +305,36 @@ void Pipeline::plan_and_allocate() {
 }
 
 void Pipeline::place_weights() {
-  // Producer writes into memory homes directly; disk homes go through one staging buffer.
-  uint64_t staging_bytes = 0;
-  for (const auto& w : weight_home_) {
-    if (w.home.kind == TierKind::Disk) staging_bytes = std::max(staging_bytes, w.bytes);
+  bool any_disk = false;
+  for (const auto& w : weight_home_) any_disk = any_disk || w.home.kind == TierKind::Disk;
+  const DType wdtype = spec_.gen.compute == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  if (any_disk) {
+    // Disk-resident weights are read from the offload layout in place; memory-resident ones are
+    // read from it once (faster than producing them again).
+    H2OFLEX_CHECK(!spec_.weights_key.empty(), "pipeline: weights on disk need a weights_key");
+    layout_ = open_or_build_model_layout(model_layout_dir(disk_path_, spec_.weights_key, wdtype),
+                                         spec_.weights_key, cfg_, wdtype, spec_.producer,
+                                         spec_.partial_producer);
   }
-  void* staging = staging_bytes ? host_->allocate(staging_bytes, "weight staging") : nullptr;
   for (size_t i = 0; i < specs_.size(); ++i) {
     TensorHome& w = weight_home_[i];
-    switch (w.home.kind) {
-      case TierKind::Device:
-        w.home.ptr = device_->allocate(w.bytes, specs_[i].name);
-        spec_.producer(specs_[i], w.dtype, w.home.ptr);
-        break;
-      case TierKind::Host:
-        w.home.ptr = pol_.pin_weight ? host_->allocate_pinned(w.bytes, specs_[i].name)
-                                     : host_->allocate(w.bytes, specs_[i].name);
-        spec_.producer(specs_[i], w.dtype, w.home.ptr);
-        break;
-      case TierKind::Disk:
-        w.home.offset = disk_->allocate(w.bytes, specs_[i].name);
-        spec_.producer(specs_[i], w.dtype, staging);
-        xfer_->copy_sync(loc_ptr(TierKind::Host, staging), loc(w.home), w.bytes,
-                         {"load", DataKind::Weight});
-        break;
+    if (w.home.kind == TierKind::Disk) {
+      w.home.offset = layout_->record(layout_->find(specs_[i].name)).offset;
+      w.home.in_layout = true;
+      disk_->charge(w.bytes, specs_[i].name);  // the layout file counts against the budget
+      continue;
+    }
+    w.home.ptr = w.home.kind == TierKind::Device ? device_->allocate(w.bytes, specs_[i].name)
+                 : pol_.pin_weight               ? host_->allocate_pinned(w.bytes, specs_[i].name)
+                                                 : host_->allocate(w.bytes, specs_[i].name);
+    if (layout_) {
+      Home src{TierKind::Disk, nullptr, layout_->record(layout_->find(specs_[i].name)).offset,
+               true};
+      xfer_->copy_sync(loc(src), loc(w.home), w.bytes, {"load", DataKind::Weight});
+    } else {
+      spec_.producer(specs_[i], w.dtype, w.home.ptr);
     }
   }
-  if (staging) host_->free(staging);
 }
 
 void Pipeline::allocate_kv_and_activations() {

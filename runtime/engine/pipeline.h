@@ -18,12 +18,16 @@
 #include "policy/eviction.h"
 #include "policy/placement.h"
 #include "runtime/engine/generator.h"
+#include "runtime/engine/model_layout.h"
 
 namespace h2oflex {
 
 struct PipelineSpec {
   OptConfig cfg;
   WeightProducer producer;
+  PartialWeightProducer partial_producer;  // optional: faster layout writing for dummy weights
+  std::string weights_key;  // identifies the weights; disk-resident weights live in a layout
+                            // under disk_path keyed by it, reused by later runs
   policy::Policy policy;
   policy::HardwareLimits limits;  // 0 budget = unlimited; disk_path needed when disk is used
   GenerateOptions gen;            // gen_len, compute, kv_dtype, eviction, sampling

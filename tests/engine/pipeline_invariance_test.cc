@@ -80,6 +80,7 @@ void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_le
     PipelineSpec spec;
     spec.cfg = cfg;
     spec.producer = dummy_weight_producer(3);
+    spec.weights_key = cfg.name + ":dummy:seed=3";
     spec.policy = random_policy(rng, block);
     if (i == 0) {  // everything on disk
       spec.policy.w_gpu = spec.policy.w_cpu = 0;
@@ -100,10 +101,19 @@ void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_le
         }
       }
       EXPECT_GT(disk_weight_reads, 0u);
+      EXPECT_TRUE(std::filesystem::exists(
+          model_layout_dir(spec.limits.disk_path, spec.weights_key, DType::F32)));
       EXPECT_GT(r.peak_bytes.at("disk"), 0u);
     }
   }
 }
+
+// Removes the per-process scratch directory (weight layouts, disk tier files) at exit.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(temp_dir()); }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 TEST(PipelineInvariance, FullCacheRandomPolicies) {
   expect_invariant(tiny_config(true), EvictionRule{}, 6, 20);

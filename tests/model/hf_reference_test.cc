@@ -146,13 +146,17 @@ TEST(HuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
   PipelineSpec spec;
   spec.cfg = src.config;
   spec.producer = src.producer;
+  spec.weights_key = src.key;
   spec.policy.gpu_batch_size = 1;
   spec.policy.num_gpu_batches = 3;
   spec.policy.w_gpu = 0;
   spec.policy.w_cpu = 0;
   spec.policy.cache_gpu = 0;
   spec.policy.cache_cpu = 100;
-  spec.limits.disk_path = std::filesystem::temp_directory_path().string();
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("h2oflex-hf-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(scratch);
+  spec.limits.disk_path = scratch.string();
   spec.gen.gen_len = e["greedy_steps"].get<int>();
   spec.prompts = prompts(e);
   const PipelineResult r = run_pipeline(spec);

@@ -1,0 +1,118 @@
+#include "runtime/engine/model_layout.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "offload/io/io_engine.h"
+#include "runtime/core/rng.h"
+
+namespace h2oflex {
+
+namespace {
+
+DType dtype_of(const WeightSpec& s, DType matrix_dtype) {
+  return s.role == WeightRole::Matrix ? matrix_dtype : DType::F32;
+}
+
+std::string full_key(const std::string& key, DType matrix_dtype) {
+  return key + ":" + std::string(dtype_name(matrix_dtype));
+}
+
+}  // namespace
+
+std::vector<TensorSpec> opt_layout_specs(const OptConfig& cfg, DType matrix_dtype) {
+  std::vector<TensorSpec> out;
+  for (const WeightSpec& s : opt_weight_specs(cfg)) {
+    const DType dt = dtype_of(s, matrix_dtype);
+    out.push_back(
+        {s.name, s.shape, dt, static_cast<uint64_t>(shape_numel(s.shape)) * dtype_size(dt)});
+  }
+  return out;
+}
+
+std::string model_layout_dir(const std::string& disk_path, const std::string& key,
+                             DType matrix_dtype) {
+  std::string name = full_key(key, matrix_dtype);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
+  }
+  if (name.size() > 120) {  // long directory keys: keep a readable tail plus a hash
+    name = std::to_string(stable_hash(name.data(), name.size())) + "_" +
+           name.substr(name.size() - 100);
+  }
+  return disk_path + "/h2oflex-weights/" + name;
+}
+
+std::unique_ptr<WeightLayout> open_or_build_model_layout(const std::string& dir,
+                                                         const std::string& key,
+                                                         const OptConfig& cfg, DType matrix_dtype,
+                                                         const WeightProducer& whole,
+                                                         const PartialWeightProducer& partial) {
+  const std::vector<WeightSpec> wspecs = opt_weight_specs(cfg);
+  std::map<std::string, const WeightSpec*> by_name;
+  for (const auto& s : wspecs) by_name[s.name] = &s;
+  // Checkpoint readers produce whole tensors: keep the current one while the layout asks for it
+  // chunk by chunk (memory: one tensor plus one chunk).
+  std::string cached_name;
+  std::vector<std::byte> cached;
+  const TensorProducer producer = [&](const TensorSpec& t, uint64_t byte_offset,
+                                      std::span<std::byte> out) {
+    const WeightSpec& ws = *by_name.at(t.name);
+    const size_t esize = dtype_size(t.dtype);
+    if (partial) {
+      partial(ws, t.dtype, byte_offset / esize, out.size() / esize, out.data());
+      return;
+    }
+    if (byte_offset == 0 && out.size() == t.bytes) {
+      whole(ws, t.dtype, out.data());
+      return;
+    }
+    if (cached_name != t.name) {
+      cached.resize(t.bytes);
+      whole(ws, t.dtype, cached.data());
+      cached_name = t.name;
+    }
+    std::memcpy(out.data(), cached.data() + byte_offset, out.size());
+  };
+  bool rebuilt = false;
+  std::fprintf(stderr, "weights: opening the offload layout in %s ...\n", dir.c_str());
+  auto layout =
+      WeightLayout::open_or_build(dir, full_key(key, matrix_dtype),
+                                  opt_layout_specs(cfg, matrix_dtype), producer, {}, &rebuilt);
+  std::fprintf(stderr, "weights: %s %s (%.2f GiB)\n", rebuilt ? "wrote" : "reused", dir.c_str(),
+               static_cast<double>(layout->data_bytes()) / (1024.0 * 1024.0 * 1024.0));
+  return layout;
+}
+
+WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout) {
+  auto io = std::make_shared<IoEngine>();
+  auto mutex = std::make_shared<std::mutex>();
+  return [layout, io, mutex](const WeightSpec& spec, DType dtype, void* dst) {
+    const WeightRecord& r = layout->record(layout->find(spec.name));
+    H2OFLEX_INPUT_CHECK(r.spec.dtype == dtype && r.spec.shape == spec.shape, layout->directory(),
+                        ": tensor '", spec.name, "' is stored as ", dtype_name(r.spec.dtype), " ",
+                        shape_str(r.spec.shape), " but ", dtype_name(dtype), " ",
+                        shape_str(spec.shape), " is needed (convert with --dtype)");
+    std::lock_guard lock(*mutex);
+    // Direct I/O needs an aligned buffer; read through one, then check and copy out.
+    const size_t block = layout->file().block();
+    const size_t padded = (r.spec.bytes + block - 1) / block * block;
+    std::unique_ptr<std::byte, decltype(&std::free)> buf(
+        static_cast<std::byte*>(std::aligned_alloc(4096, (padded + 4095) / 4096 * 4096)),
+        &std::free);
+    const size_t got = io->read_upto(layout->file(), r.offset, buf.get(), padded);
+    if (got < r.spec.bytes) {
+      throw IoError(detail::concat(layout->file().path(), ": tensor '", spec.name, "' at offset ",
+                                   r.offset, " needs ", r.spec.bytes, " bytes, the file has ",
+                                   got));
+    }
+    check_weight_checksum(r, layout->file().path(), buf.get());
+    std::memcpy(dst, buf.get(), r.spec.bytes);
+  };
+}
+
+}  // namespace h2oflex

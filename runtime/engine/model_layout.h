@@ -1,0 +1,38 @@
+// A model's weights in the offload layout on disk (offload/weights/weight_layout.h): written once
+// per (model, weights, dtype) and reused by later runs, so a benchmark does not regenerate or
+// reconvert tens of GB each time.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/opt/opt_model.h"
+#include "offload/weights/weight_layout.h"
+
+namespace h2oflex {
+
+// Produces elements [first, first + count) of one tensor (dummy weights can; checkpoints read
+// whole tensors, so this may be empty).
+using PartialWeightProducer =
+    std::function<void(const WeightSpec&, DType, uint64_t first, uint64_t count, void* dst)>;
+
+// The layout's tensor list for `cfg`: matrices as `matrix_dtype`, vectors as f32, in the model's
+// execution order (the order of opt_weight_specs).
+std::vector<TensorSpec> opt_layout_specs(const OptConfig& cfg, DType matrix_dtype);
+
+// Opens the layout in `dir` when its key matches `key` + dtype, else writes it tensor by tensor
+// with bounded memory. Prints one line saying which happened.
+std::unique_ptr<WeightLayout> open_or_build_model_layout(const std::string& dir,
+                                                         const std::string& key,
+                                                         const OptConfig& cfg, DType matrix_dtype,
+                                                         const WeightProducer& whole,
+                                                         const PartialWeightProducer& partial);
+
+// A WeightProducer that reads tensors from a layout, checking each tensor's checksum.
+WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout);
+
+// Where runs keep layouts: DIR/h2oflex-weights/<key as a file name>.
+std::string model_layout_dir(const std::string& disk_path, const std::string& key,
+                             DType matrix_dtype);
+
+}  // namespace h2oflex
