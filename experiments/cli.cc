@@ -7,6 +7,7 @@
 
 #include "experiments/bench_gemm.h"
 #include "experiments/bench_io.h"
+#include "experiments/convert_command.h"
 #include "experiments/experiment_runner.h"
 #include "experiments/generate/generate_cli.h"
 #include "experiments/plan_command.h"
@@ -84,6 +85,13 @@ int cli_main(int argc, char** argv) {
   exp_cmd->add_option("--out", exp.out_dir, "output directory")->required();
   exp_cmd->add_flag("--predict", exp.predict, "only evaluate the cost model");
 
+  ConvertOptions conv;
+  CLI::App* conv_cmd =
+      app.add_subcommand("convert", "a Hugging Face checkpoint into the offload layout");
+  conv_cmd->add_option("--from", conv.from, "Hugging Face directory")->required();
+  conv_cmd->add_option("--to", conv.to, "output directory")->required();
+  conv_cmd->add_option("--dtype", conv.dtype, "matrix storage type: bf16 (default), f16, f32");
+
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);
 
@@ -108,6 +116,7 @@ int cli_main(int argc, char** argv) {
     }
     if (exp_cmd->parsed()) return run_experiment(exp, measure_row);
     if (gen_cmd->parsed()) return run_generate(gen);
+    if (conv_cmd->parsed()) return run_convert(conv);
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

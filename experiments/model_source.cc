@@ -39,6 +39,28 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
         return s;
       }(),
       ") nor an existing directory");
+  if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
+    // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
+    src.config = to_opt_config(read_hf_opt_config(dir / "config.json"), dir.filename().string());
+    if (dummy) {
+      src.producer = dummy_weight_producer(seed);
+      src.partial = dummy_partial_producer(seed);
+      src.description = detail::concat(model, " (config only, dummy weights, seed ", seed, ")");
+      src.key = detail::concat(model, ":dummy:seed=", seed);
+      return src;
+    }
+    std::shared_ptr<WeightLayout> layout = WeightLayout::open(dir.string());
+    for (const WeightSpec& spec : opt_weight_specs(src.config)) {
+      const WeightRecord& r = layout->record(layout->find(spec.name));
+      H2OFLEX_INPUT_CHECK(r.spec.shape == spec.shape, dir.string(), ": tensor '", spec.name,
+                          "' has shape ", shape_str(r.spec.shape), ", config.json implies ",
+                          shape_str(spec.shape));
+    }
+    src.producer = layout_weight_producer(layout);
+    src.description = detail::concat(model, " (offload layout)");
+    src.key = layout->model_key();
+    return src;
+  }
   auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
   src.config = to_opt_config(ckpt->config(), dir.filename().string());
   if (dummy) {

@@ -93,10 +93,9 @@ WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout) {
   auto mutex = std::make_shared<std::mutex>();
   return [layout, io, mutex](const WeightSpec& spec, DType dtype, void* dst) {
     const WeightRecord& r = layout->record(layout->find(spec.name));
-    H2OFLEX_INPUT_CHECK(r.spec.dtype == dtype && r.spec.shape == spec.shape, layout->directory(),
-                        ": tensor '", spec.name, "' is stored as ", dtype_name(r.spec.dtype), " ",
-                        shape_str(r.spec.shape), " but ", dtype_name(dtype), " ",
-                        shape_str(spec.shape), " is needed (convert with --dtype)");
+    H2OFLEX_INPUT_CHECK(r.spec.shape == spec.shape, layout->directory(), ": tensor '", spec.name,
+                        "' has shape ", shape_str(r.spec.shape), " but ", shape_str(spec.shape),
+                        " is needed");
     std::lock_guard lock(*mutex);
     // Direct I/O needs an aligned buffer; read through one, then check and copy out.
     const size_t block = layout->file().block();
@@ -111,7 +110,13 @@ WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout) {
                                    got));
     }
     check_weight_checksum(r, layout->file().path(), buf.get());
-    std::memcpy(dst, buf.get(), r.spec.bytes);
+    if (r.spec.dtype == dtype) {
+      std::memcpy(dst, buf.get(), r.spec.bytes);
+    } else {  // stored in another float type than this run computes with
+      const Tensor stored = Tensor::wrap(buf.get(), r.spec.shape, r.spec.dtype);
+      const Tensor converted = to_dtype(stored, dtype);
+      std::memcpy(dst, converted.raw(), converted.nbytes());
+    }
   };
 }
 
