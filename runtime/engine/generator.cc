@@ -126,6 +126,9 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
     opt_logits(cfg, w.embed, opt.compute, last, logits);
   }
   out.decode_s = watch.elapsed();
+  if (opt.capture_kept) {
+    for (const KvSlots& c : cache) out.kept.push_back(kept_positions(c.pos));
+  }
   return out;
 }
 

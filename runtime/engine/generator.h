@@ -28,11 +28,16 @@ struct GenerateOptions {
   // last position at each generation step (step >= 0, rows = b).
   std::function<void(int step, const Tensor& logits)> on_logits;
   bool all_prompt_logits = false;
+  bool capture_kept = false;  // fill GenerateOutput::kept at the end
 };
+
+// Kept KV positions at the end of a run: [layer][sequence * heads + head], sorted.
+using KeptSets = std::vector<std::vector<std::vector<int32_t>>>;
 
 struct GenerateOutput {
   std::vector<std::vector<int32_t>> tokens;  // generated ids per sequence (EOS included)
   double prefill_s = 0, decode_s = 0;
+  KeptSets kept;  // when GenerateOptions::capture_kept
 };
 
 // A batch of prompts left-padded to the longest one.

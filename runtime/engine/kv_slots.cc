@@ -1,5 +1,6 @@
 #include "runtime/engine/kv_slots.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -22,6 +23,19 @@ KvSlots KvSlots::allocate(int64_t batch, int64_t heads, int64_t capacity, int64_
 void KvSlots::clear() {
   std::fill_n(pos.data<int32_t>(), pos.numel(), -1);
   std::fill_n(score.data<float>(), score.numel(), 0.0f);
+}
+
+std::vector<std::vector<int32_t>> kept_positions(const Tensor& slot_pos) {
+  const int64_t rows = slot_pos.dim(0) * slot_pos.dim(1), cap = slot_pos.dim(2);
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cap; ++j) {
+      const int32_t p = slot_pos.data<int32_t>()[r * cap + j];
+      if (p >= 0) out[r].push_back(p);
+    }
+    std::sort(out[r].begin(), out[r].end());
+  }
+  return out;
 }
 
 void store_vector(const float* src, Tensor& dst, size_t element_offset, int64_t n) {

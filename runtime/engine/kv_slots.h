@@ -40,6 +40,9 @@ ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const 
                               const Tensor& v_new, const Tensor* slot_probs, const Tensor* new_prob,
                               KvSlots& slots);
 
+// The positions each (sequence, head) holds, sorted: [b * heads][...]. For tests and reports.
+std::vector<std::vector<int32_t>> kept_positions(const Tensor& slot_pos);
+
 // Copies one vector into slot storage, converting from f32.
 void store_vector(const float* src, Tensor& dst, size_t element_offset, int64_t n);
 

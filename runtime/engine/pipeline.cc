@@ -684,6 +684,16 @@ PipelineResult Pipeline::run() {
     result_.projected = true;
     result_.decode_s *= static_cast<double>(decode_steps) / result_.decode_steps_run;
   }
+  if (spec_.gen.capture_kept) {
+    for (int64_t l = 0; l < cfg_.layers; ++l) {
+      std::vector<std::vector<int32_t>> layer;
+      for (int64_t b = 0; b < ngb_; ++b) {
+        auto part = kept_positions(kv_[static_cast<size_t>(l * ngb_ + b)].pos);
+        layer.insert(layer.end(), part.begin(), part.end());
+      }
+      result_.kept.push_back(std::move(layer));
+    }
+  }
   result_.bytes_moved = xfer_->counters();
   result_.peak_bytes["device"] = device_->peak();
   result_.peak_bytes["host"] = host_->peak();

@@ -50,6 +50,7 @@ struct PipelineResult {
   std::vector<TransferRecord> bytes_moved;
   std::map<std::string, StageBusy> stage_busy_s;  // "prefill", "decode"
   uint64_t kv_bytes_per_tier[3] = {0, 0, 0};      // KV home bytes on device, host, disk
+  KeptSets kept;  // when spec.gen.capture_kept: the same order as the in-RAM path
 };
 
 PipelineResult run_pipeline(const PipelineSpec& spec);

@@ -72,6 +72,7 @@ void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_le
   GenerateOptions gen;
   gen.gen_len = gen_len;
   gen.eviction = rule;
+  gen.capture_kept = true;
   const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(3));
   const GenerateOutput ref = generate_in_ram(cfg, w, ps, gen);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(block));
@@ -93,6 +94,8 @@ void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_le
     const PipelineResult r = run_pipeline(spec);
     EXPECT_EQ(tokens_sha256(r.tokens), tokens_sha256(ref.tokens))
         << "policy " << spec.policy.summary();
+    // The same tokens kept in every layer, sequence and head, wherever the KV lives.
+    EXPECT_EQ(r.kept, ref.kept) << "policy " << spec.policy.summary();
     if (i == 0) {
       uint64_t disk_weight_reads = 0;
       for (const auto& m : r.bytes_moved) {
