@@ -22,19 +22,19 @@ OptConfig tiny() {
   return c;
 }
 
-struct Run {
+struct RunOutput {
   GenerateOutput out;
   std::vector<std::vector<float>> logits;  // per step
 };
 
-Run run(const EvictionRule& rule, int gen_len) {
+RunOutput run(const EvictionRule& rule, int gen_len) {
   const OptConfig cfg = tiny();
   const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(5));
   GenerateOptions g;
   g.gen_len = gen_len;
   g.eviction = rule;
   g.capture_kept = true;
-  Run r;
+  RunOutput r;
   g.on_logits = [&](int, const Tensor& l) {
     r.logits.emplace_back(l.data<float>(), l.data<float>() + l.numel());
   };
@@ -51,7 +51,7 @@ TEST(H2OModel, BudgetAtLeastPromptPlusGenEqualsFullCache) {
   h2o.kind = EvictionRule::Kind::H2O;
   h2o.heavy = 10;
   h2o.recent = 10;  // 20 >= 12 + 8
-  const Run full = run(EvictionRule{}, 8), kept = run(h2o, 8);
+  const RunOutput full = run(EvictionRule{}, 8), kept = run(h2o, 8);
   EXPECT_EQ(full.out.tokens, kept.out.tokens);
   ASSERT_EQ(full.logits.size(), kept.logits.size());
   for (size_t s = 0; s < full.logits.size(); ++s) {
@@ -68,7 +68,7 @@ TEST(H2OModel, SmallBudgetBoundsEverySequenceAndHead) {
   h2o.heavy = 2;
   h2o.recent = 3;
   const int gen = 10, padded_prompt = 12;
-  const Run r = run(h2o, gen);
+  const RunOutput r = run(h2o, gen);
   const int pads[] = {0, 8, 5};
   const int last = padded_prompt + gen - 2;  // the last token that went through the model
   for (const auto& layer : r.out.kept) {
@@ -89,7 +89,7 @@ TEST(H2OModel, StreamingKeepsSinksAndRecentWindow) {
   s.kind = EvictionRule::Kind::Streaming;
   s.heavy = 2;  // sink tokens
   s.recent = 3;
-  const Run r = run(s, 10);
+  const RunOutput r = run(s, 10);
   const int pads[] = {0, 8, 5};
   const int last = 12 + 10 - 2;
   for (const auto& layer : r.out.kept) {
