@@ -11,6 +11,7 @@
 #include "experiments/experiment_runner.h"
 #include "experiments/generate/generate_cli.h"
 #include "experiments/plan_command.h"
+#include "experiments/profile_command.h"
 #include "experiments/run_command.h"
 #include "offload/byte_size.h"
 #include "runtime/core/error.h"
@@ -92,6 +93,16 @@ int cli_main(int argc, char** argv) {
   conv_cmd->add_option("--to", conv.to, "output directory")->required();
   conv_cmd->add_option("--dtype", conv.dtype, "matrix storage type: bf16 (default), f16, f32");
 
+  ProfileOptions prof;
+  std::string prof_size = "1GiB";
+  CLI::App* prof_cmd =
+      app.add_subcommand("profile", "measure this machine and write a hardware profile (YAML)");
+  prof_cmd->add_option("--out", prof.out_path, "hardware profile to write")->required();
+  prof_cmd->add_option("--disk-path", prof.disk_path, "directory for the disk measurement");
+  prof_cmd->add_option("--size", prof_size, "disk test file size, e.g. 1GiB");
+  prof_cmd->add_option("--name", prof.name, "profile name");
+  prof_cmd->add_option("--compute-dtype", prof.compute_dtype, "auto | f32 | bf16");
+
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);
 
@@ -116,6 +127,10 @@ int cli_main(int argc, char** argv) {
     }
     if (exp_cmd->parsed()) return run_experiment(exp, measure_row);
     if (gen_cmd->parsed()) return run_generate(gen);
+    if (prof_cmd->parsed()) {
+      prof.disk_bytes = parse_byte_size(prof_size);
+      return run_profile(prof);
+    }
     if (conv_cmd->parsed()) return run_convert(conv);
   } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -1,0 +1,324 @@
+#include "experiments/profile_command.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "experiments/run_config.h"
+#include "offload/io/aligned_buffer.h"
+#include "offload/io/disk_file.h"
+#include "offload/io/io_engine.h"
+#include "policy/byte_size.h"
+#include "runtime/core/error.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/tensor.h"
+#include "runtime/core/timer.h"
+#include "runtime/ops/ops.h"
+
+namespace h2oflex {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+// Median of `repeats` timings of fn() after one untimed warm-up call (first-touch page faults,
+// oneDNN primitive creation).
+template <typename Fn>
+double median_seconds(int repeats, Fn&& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    const Stopwatch w;
+    fn();
+    t.push_back(w.elapsed());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+Tensor random_tensor(Shape shape, DType dtype, uint64_t stream, float stddev) {
+  Tensor f = Tensor::empty(shape, DType::F32);
+  fill_normal(f.data<float>(), static_cast<uint64_t>(f.numel()), 7, stream, 0, 0.0f, stddev);
+  return dtype == DType::F32 ? f : to_dtype(f, dtype);
+}
+
+double measure_memcpy(uint64_t bytes, int repeats) {
+  AlignedBuffer a(bytes), b(bytes);
+  std::memset(a.data(), 1, bytes);
+  std::memset(b.data(), 2, bytes);
+  return bytes / median_seconds(repeats, [&] { std::memcpy(b.data(), a.data(), bytes); });
+}
+
+struct DiskRates {
+  double read_bps = 0, write_bps = 0;
+  bool direct = true;
+};
+
+// A fresh file written then read sequentially by one io engine with the defaults the transfer
+// queues use; calls of up to 64 MiB so the ring drains once per call, as a layer's weights do.
+DiskRates measure_disk(const std::string& dir, uint64_t size) {
+  constexpr uint64_t kCall = 64ull << 20;
+  const std::string path = detail::concat(dir, "/h2oflex-profile-", ::getpid(), ".bin");
+  DiskFileOptions fo;
+  fo.remove_on_close = true;
+  auto file = DiskFile::open(path, FileOpen::CreateTruncate, fo);
+  IoEngine io;
+  const size_t call = static_cast<size_t>(std::min(kCall, size));
+  AlignedBuffer buffer(call);
+  std::mt19937_64 rng(1);  // incompressible contents
+  auto* words = reinterpret_cast<uint64_t*>(buffer.data());
+  for (size_t i = 0; i < call / 8; ++i) words[i] = rng();
+  io.register_buffer(buffer.data(), buffer.size());
+  // Blocks reserved untimed: a run's disk tier writes into files it has already sized.
+  ::posix_fallocate(file->fd(), 0, static_cast<off_t>(size));
+  DiskRates r;
+  r.direct = file->is_direct();
+  Stopwatch w;
+  for (uint64_t done = 0; done < size; done += call) {
+    io.write(*file, done, buffer.data(),
+             static_cast<size_t>(std::min<uint64_t>(call, size - done)));
+  }
+  r.write_bps = size / w.elapsed();
+  file->sync();
+  w.reset();
+  for (uint64_t done = 0; done < size; done += call) {
+    io.read(*file, done, buffer.data(), static_cast<size_t>(std::min<uint64_t>(call, size - done)));
+  }
+  r.read_bps = size / w.elapsed();
+  io.unregister_buffer(buffer.data());
+  return r;
+}
+
+// The six GEMMs of one OPT decoder layer (q, k, v, out: h x h; fc1: h -> 4h; fc2: 4h -> h) on
+// `rows` rows through ops::linear, as the engine runs them. Returns the seconds of one layer.
+struct LayerGemms {
+  Tensor w_hh, w_fc1, w_fc2, b_h, b_f;
+  int64_t h, f;
+  LayerGemms(int64_t hidden, DType wdt)
+      : w_hh(random_tensor({hidden, hidden}, wdt, 1, 0.02f)),
+        w_fc1(random_tensor({4 * hidden, hidden}, wdt, 2, 0.02f)),
+        w_fc2(random_tensor({hidden, 4 * hidden}, wdt, 3, 0.02f)),
+        b_h(Tensor::zeros({hidden}, DType::F32)),
+        b_f(Tensor::zeros({4 * hidden}, DType::F32)),
+        h(hidden),
+        f(4 * hidden) {}
+  double weight_bytes() const {
+    return static_cast<double>(w_hh.nbytes()) * 4 + static_cast<double>(w_fc1.nbytes()) +
+           static_cast<double>(w_fc2.nbytes());
+  }
+  double flops(int rows) const { return 2.0 * rows * (4.0 * h * h + 2.0 * h * f); }
+  double seconds(int rows, ops::ComputeType ct, int repeats) const {
+    Tensor x = random_tensor({rows, h}, DType::F32, 4, 1.0f);
+    Tensor mid = Tensor::empty({rows, f}, DType::F32);
+    Tensor out = Tensor::empty({rows, h}, DType::F32);
+    return median_seconds(repeats, [&] {
+      // The four h x h projections use the same matrix: each call streams it again, as four
+      // distinct matrices would once the layer's weights exceed the caches.
+      for (int i = 0; i < 4; ++i) ops::linear(x, w_hh, &b_h, out, ct);
+      ops::linear(x, w_fc1, &b_f, mid, ct, /*relu=*/true);
+      ops::linear(mid, w_fc2, &b_h, out, ct);
+    });
+  }
+};
+
+double measure_attention_prefill(const ProfileOptions& o, int repeats) {
+  const int64_t b = o.attn_batch, s = o.attn_prefill_len, d = 64, heads = o.hidden / d;
+  Tensor q = random_tensor({b, s, heads, d}, DType::F32, 5, 1.0f);
+  Tensor k = random_tensor({b, s, heads, d}, DType::F32, 6, 1.0f);
+  Tensor v = random_tensor({b, s, heads, d}, DType::F32, 7, 1.0f);
+  Tensor out = Tensor::empty({b, s, heads, d}, DType::F32);
+  const std::vector<int32_t> pad(static_cast<size_t>(b), 0);
+  const double t =
+      median_seconds(repeats, [&] { ops::attention_prefill(q, k, v, pad, 0.125f, out, nullptr); });
+  // The cost model's count: the full s^2 (FlexGen does not halve it for the causal mask).
+  return static_cast<double>(b) * 4.0 * s * s * o.hidden / t;
+}
+
+double measure_attention_decode(const ProfileOptions& o, DType kv_dtype, int repeats) {
+  const int64_t b = o.attn_batch, ctx = o.attn_decode_ctx, d = 64, heads = o.hidden / d;
+  Tensor kc = random_tensor({b, heads, ctx, d}, kv_dtype, 8, 1.0f);
+  Tensor vc = random_tensor({b, heads, ctx, d}, kv_dtype, 9, 1.0f);
+  Tensor pos = Tensor::empty({b, heads, ctx}, DType::I32);
+  for (int64_t i = 0; i < pos.numel(); ++i) pos.data<int32_t>()[i] = static_cast<int32_t>(i % ctx);
+  Tensor q = random_tensor({b, heads, d}, DType::F32, 10, 1.0f);
+  Tensor kn = random_tensor({b, heads, d}, DType::F32, 11, 1.0f);
+  Tensor vn = random_tensor({b, heads, d}, DType::F32, 12, 1.0f);
+  Tensor out = Tensor::empty({b, heads, d}, DType::F32);
+  const double t = median_seconds(repeats, [&] {
+    ops::attention_decode(q, kc, vc, pos, kn, vn, 0.125f, out, nullptr, nullptr);
+  });
+  return static_cast<double>(b) * 4.0 * ctx * o.hidden / t;  // q.K and p.V, 2 FLOPs each
+}
+
+uint64_t mem_total_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib * 1024;
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  H2OFLEX_CHECK(pages > 0 && page > 0, "profile: cannot read the memory size");
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+uint64_t free_disk_bytes(const std::string& dir) {
+  struct statvfs st;
+  H2OFLEX_INPUT_CHECK(::statvfs(dir.c_str(), &st) == 0, "profile: --disk-path '", dir,
+                      "': cannot stat the file system: ", std::strerror(errno));
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+// Rounds down to a multiple of 256 MiB (sizes in the profile read as whole numbers).
+uint64_t round_down(uint64_t bytes) {
+  constexpr uint64_t kUnit = 256ull << 20;
+  return std::max(kUnit, bytes / kUnit * kUnit);
+}
+
+void check_options(const ProfileOptions& o) {
+  H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(o.disk_path), "profile: --disk-path '",
+                      o.disk_path, "' is not a directory");
+  H2OFLEX_INPUT_CHECK(o.disk_bytes >= (1u << 20) && o.disk_bytes % (1u << 20) == 0,
+                      "profile: --size must be a positive multiple of 1 MiB, got ", o.disk_bytes);
+  H2OFLEX_INPUT_CHECK(o.memcpy_bytes >= 4096, "profile: memcpy size must be >= 4096 bytes");
+  H2OFLEX_INPUT_CHECK(o.hidden >= 64 && o.hidden % 64 == 0,
+                      "profile: hidden size must be a positive multiple of 64 (head size), got ",
+                      o.hidden);
+  H2OFLEX_INPUT_CHECK(o.prefill_rows >= 1 && o.decode_rows >= 1 && o.attn_batch >= 1 &&
+                          o.attn_prefill_len >= 1 && o.attn_decode_ctx >= 1 && o.repeats >= 1,
+                      "profile: rows, batch, lengths and repeats must be >= 1");
+  H2OFLEX_INPUT_CHECK(!o.name.empty(), "profile: --name must not be empty");
+}
+
+std::string gbps(double bps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GiB/s", bps / kGiB);
+  return buf;
+}
+
+std::string gflops(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GFLOP/s", f / 1e9);
+  return buf;
+}
+
+}  // namespace
+
+ProfileMeasurements measure_hardware(const ProfileOptions& o) {
+  check_options(o);
+  const Stopwatch total;
+  ProfileMeasurements m;
+  const ops::ComputeType ct = resolve_compute_type(o.compute_dtype);
+  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  m.compute_dtype = wdt == DType::BF16 ? "bf16" : "f32";
+
+  std::fprintf(stderr, "profile: memcpy ...\n");
+  m.memcpy_bps = measure_memcpy(o.memcpy_bytes, o.repeats);
+  std::fprintf(stderr, "profile: disk (%s in %s) ...\n", policy::format_bytes(o.disk_bytes).c_str(),
+               o.disk_path.c_str());
+  const DiskRates disk = measure_disk(o.disk_path, o.disk_bytes);
+  m.disk_read_bps = disk.read_bps;
+  m.disk_write_bps = disk.write_bps;
+  m.disk_direct = disk.direct;
+
+  std::fprintf(stderr, "profile: GEMM (%s) ...\n", m.compute_dtype.c_str());
+  {
+    const LayerGemms g(o.hidden, wdt);
+    m.gemm_prefill_flops = g.flops(o.prefill_rows) / g.seconds(o.prefill_rows, ct, o.repeats);
+    m.gemm_decode_flops = g.flops(o.decode_rows) / g.seconds(o.decode_rows, ct, o.repeats);
+    m.gemm_stream_bps = g.weight_bytes() / g.seconds(1, ct, o.repeats);
+  }
+  std::fprintf(stderr, "profile: attention ...\n");
+  m.attn_prefill_flops = measure_attention_prefill(o, o.repeats);
+  m.attn_decode_flops = measure_attention_decode(o, wdt, o.repeats);
+
+  policy::HardwareProfile& hw = m.profile;
+  hw.name = o.name;
+  hw.compute_device = policy::ComputeDevice::Cpu;
+  // The arena and host RAM are the same memory: a third and a half of it, leaving the rest to
+  // the OS and the process; the planner further keeps to usable_fraction of each.
+  const uint64_t ram = mem_total_bytes();
+  hw.device_mem = round_down(ram / 3);
+  hw.host_mem = round_down(ram / 2);
+  hw.disk_mem = round_down(free_disk_bytes(o.disk_path));
+  hw.usable_fraction = 0.9;
+  hw.ctog_bdw = hw.gtoc_bdw_cache = hw.gtoc_bdw_hidden = m.memcpy_bps;
+  hw.dtoc_bdw = m.disk_read_bps;
+  hw.ctod_bdw_cache_p = hw.ctod_bdw_hidden_p = hw.ctod_bdw_g = m.disk_write_bps;
+  hw.device_mem_bdw = m.gemm_stream_bps;
+  hw.mm_flops_p = m.gemm_prefill_flops;
+  hw.mm_flops_g = m.gemm_decode_flops;
+  hw.bmm_flops_p = m.attn_prefill_flops;
+  hw.bmm_flops_g = hw.cpu_flops = m.attn_decode_flops;
+  m.seconds = total.elapsed();
+  return m;
+}
+
+std::string profile_yaml(const ProfileMeasurements& m, const ProfileOptions& o) {
+  std::ostringstream os;
+  char line[256];
+  os << "# Generated by `h2oflex profile` (CPU-only hierarchy: the device is a RAM arena,\n"
+     << "# ctog/gtoc are memcpy, dtoc/ctod the disk). Measured, median of " << o.repeats
+     << " runs:\n";
+  std::snprintf(line, sizeof line, "#  - memcpy %s (%s buffers, one thread);\n",
+                gbps(m.memcpy_bps).c_str(), policy::format_bytes(o.memcpy_bytes).c_str());
+  os << line;
+  std::snprintf(
+      line, sizeof line, "#  - disk read %s, write %s (io engine, %s file%s, sequential);\n",
+      gbps(m.disk_read_bps).c_str(), gbps(m.disk_write_bps).c_str(),
+      policy::format_bytes(o.disk_bytes).c_str(), m.disk_direct ? ", O_DIRECT" : ", buffered");
+  os << line;
+  std::snprintf(line, sizeof line,
+                "#  - ops::linear, %s, one OPT layer of hidden %ld: %d rows %s (mm_flops_p), %d "
+                "rows %s (mm_flops_g),\n#    1 row streams the weights at %s (device_mem_bdw);\n",
+                m.compute_dtype.c_str(), static_cast<long>(o.hidden), o.prefill_rows,
+                gflops(m.gemm_prefill_flops).c_str(), o.decode_rows,
+                gflops(m.gemm_decode_flops).c_str(), gbps(m.gemm_stream_bps).c_str());
+  os << line;
+  std::snprintf(line, sizeof line,
+                "#  - attention: prefill %d x %d tokens %s (bmm_flops_p); decode over %d cached "
+                "%s tokens %s\n#    (bmm_flops_g = cpu_flops).\n",
+                o.attn_batch, o.attn_prefill_len, gflops(m.attn_prefill_flops).c_str(),
+                o.attn_decode_ctx, m.compute_dtype.c_str(), gflops(m.attn_decode_flops).c_str());
+  os << line;
+  os << policy::hardware_profile_to_yaml(m.profile);
+  return os.str();
+}
+
+int run_profile(const ProfileOptions& o) {
+  const ProfileMeasurements m = measure_hardware(o);
+  const std::string yaml = profile_yaml(m, o);
+  std::printf("%s", yaml.c_str());
+  if (!m.disk_direct) {
+    std::fprintf(stderr,
+                 "profile: warning: %s refused O_DIRECT; the disk figures include the page "
+                 "cache\n",
+                 o.disk_path.c_str());
+  }
+  if (!o.out_path.empty()) {
+    const std::string tmp = o.out_path + ".tmp";
+    {
+      std::ofstream out(tmp);
+      H2OFLEX_INPUT_CHECK(out.good(), "profile: cannot write '", tmp, "'");
+      out << yaml;
+      H2OFLEX_CHECK(out.good(), "profile: writing ", tmp);
+    }
+    H2OFLEX_CHECK(std::rename(tmp.c_str(), o.out_path.c_str()) == 0, "profile: renaming ", tmp,
+                  " to ", o.out_path);
+    // What was written must load as a profile.
+    policy::load_hardware_profile(o.out_path);
+    std::fprintf(stderr, "profile: wrote %s in %.1f s\n", o.out_path.c_str(), m.seconds);
+  }
+  return 0;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,66 @@
+// `h2oflex profile --out hw.yaml`: measures this machine as the cost model sees it (the
+// CPU-only hierarchy: the compute "device" is a RAM arena) and writes a hardware profile that
+// policy::load_hardware_profile reads.
+//
+// What is measured, and which profile constants it sets:
+//  - memcpy between two large RAM buffers (one thread, as the transfer queues copy):
+//    ctog_bdw, gtoc_bdw_cache, gtoc_bdw_hidden;
+//  - sequential disk writes then reads of a fresh file through the offload io engine (io_uring,
+//    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw;
+//  - ops::linear in the compute type a run would use (compute_dtype auto) on the six GEMMs of
+//    one OPT decoder layer: prefill-like rows -> mm_flops_p, decode-like rows -> mm_flops_g,
+//    and one row (streaming the weights once) -> device_mem_bdw;
+//  - ops::attention_prefill over f32 q/k/v -> bmm_flops_p; ops::attention_decode over a bf16
+//    (or f32) cache -> bmm_flops_g and cpu_flops (the host is the same CPU);
+//  - memory sizes: MemTotal from /proc/meminfo split between the arena and host RAM, free disk
+//    space at the disk path from statvfs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "policy/hardware.h"
+
+namespace h2oflex {
+
+struct ProfileOptions {
+  std::string out_path;         // the YAML to write ("" = only print)
+  std::string disk_path = ".";  // directory for the disk test file (removed afterwards)
+  uint64_t disk_bytes = 1ull << 30;
+  std::string name = "local_cpu";
+  std::string compute_dtype = "auto";  // auto | f32 | bf16, as in a run config
+
+  // Shapes. The defaults are those of the local suite's largest model (OPT-1.3B: hidden 2048,
+  // ffn 8192, 32 heads) and its batches; tests shrink them.
+  uint64_t memcpy_bytes = 256ull << 20;
+  int64_t hidden = 2048;
+  int prefill_rows = 512;      // GEMM rows of a prefill (batch x prompt tokens)
+  int decode_rows = 16;        // GEMM rows of a decode step (the GPU batch)
+  int attn_batch = 8;          // sequences in the attention measurements
+  int attn_prefill_len = 128;  // prompt tokens of the prefill attention
+  int attn_decode_ctx = 512;   // cached tokens the decode attention reads
+  int repeats = 5;             // timed repetitions per measurement (the median is kept)
+};
+
+// Everything `profile` measured, in the profile's units (bytes/s, FLOP/s), plus the raw figures
+// behind them for the printed table.
+struct ProfileMeasurements {
+  policy::HardwareProfile profile;
+  double memcpy_bps = 0, disk_read_bps = 0, disk_write_bps = 0;
+  bool disk_direct = true;  // false: the file system refused O_DIRECT (figures include caching)
+  double gemm_prefill_flops = 0, gemm_decode_flops = 0, gemm_stream_bps = 0;
+  double attn_prefill_flops = 0, attn_decode_flops = 0;
+  std::string compute_dtype;  // "bf16" or "f32"
+  double seconds = 0;         // wall time of the whole profile
+};
+
+// Runs every measurement. Throws InputError for bad options (naming the option).
+ProfileMeasurements measure_hardware(const ProfileOptions& options);
+
+// The profile's YAML with a comment header describing the measurements.
+std::string profile_yaml(const ProfileMeasurements& m, const ProfileOptions& options);
+
+// CLI entry: measures, prints a summary, writes options.out_path; returns the exit code.
+int run_profile(const ProfileOptions& options);
+
+}  // namespace h2oflex
