@@ -20,14 +20,18 @@ policy::ModelShape model_shape_for(const std::string& model, double weight_bytes
     for (const auto& n : opt_model_names()) names += (names.empty() ? "" : ", ") + n;
     throw InputError(detail::concat("model '", model, "': not an OPT family name (", names, ")"));
   }
+  return model_shape_for(*cfg, weight_bytes, act_bytes);
+}
+
+policy::ModelShape model_shape_for(const OptConfig& cfg, double weight_bytes, double act_bytes) {
   policy::ModelShape m;
-  m.name = cfg->name;
-  m.layers = cfg->layers;
-  m.hidden = cfg->hidden;
-  m.ffn = cfg->ffn;
-  m.heads = cfg->heads;
-  m.vocab = cfg->vocab;
-  m.max_positions = cfg->max_positions;
+  m.name = cfg.name;
+  m.layers = cfg.layers;
+  m.hidden = cfg.hidden;
+  m.ffn = cfg.ffn;
+  m.heads = cfg.heads;
+  m.vocab = cfg.vocab;
+  m.max_positions = cfg.max_positions;
   m.weight_bytes = weight_bytes;
   m.kv_bytes = weight_bytes;
   m.act_bytes = act_bytes;

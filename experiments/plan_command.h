@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "models/opt/opt_config.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
 #include "policy/placement.h"
@@ -26,6 +27,8 @@ struct PlanOptions {
 // Throws InputError for a name outside the OPT family.
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes = 2,
                                    double act_bytes = 2);
+// The same for a model already resolved (an OPT name or a Hugging Face directory's config).
+policy::ModelShape model_shape_for(const OptConfig& cfg, double weight_bytes, double act_bytes);
 
 // Best policy within the profile's memory (times its usable_fraction) and `limits`.
 // Throws InputError when nothing fits, naming the tier that does not.

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "experiments/model_source.h"
+#include "experiments/plan_command.h"
 #include "experiments/sha256.h"
 #include "policy/placement.h"
 #include "runtime/core/rng.h"
@@ -28,6 +29,32 @@ std::vector<std::vector<int32_t>> seeded_prompts(const RunConfig& c, int64_t voc
     }
   }
   return prompts;
+}
+
+// `policy: auto`: the planner's best policy for this model, workload and the run's budgets on
+// the config's hardware profile. Sets spec.policy; returns what was planned, for the result.
+nlohmann::json plan_run_policy(const RunConfig& c, const OptConfig& cfg, DType wdtype,
+                               PipelineSpec& spec) {
+  H2OFLEX_INPUT_CHECK(!c.hardware_profile.empty(), c.source,
+                      ": policy: auto needs the key 'hardware_profile' (a profile written by "
+                      "`h2oflex profile --out hw.yaml`, e.g. experiments/hardware/local_cpu.yaml)");
+  const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
+  const policy::KvPolicy kv = c.kv_node && !c.kv_node.IsNull()
+                                  ? policy::parse_kv_policy(c.kv_node, "kv")
+                                  : policy::KvPolicy{};
+  // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
+  const policy::ModelShape shape =
+      model_shape_for(cfg, static_cast<double>(dtype_size(wdtype)), 4.0);
+  spec.policy = plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, spec.limits);
+  const policy::CostEstimate e =
+      policy::estimate_cost(shape, hw, spec.policy, {c.prompt_len, c.gen_len, kv});
+  std::printf("policy: auto -> %s (planned on %s; predicted total %.3f token/s)\n",
+              spec.policy.summary().c_str(), hw.name.c_str(), e.total_tok_s);
+  return {{"hardware_profile", c.hardware_profile},
+          {"hardware", hw.name},
+          {"predicted_total_tok_s", e.total_tok_s},
+          {"predicted_prefill_tok_s", e.prefill_tok_s},
+          {"predicted_decode_tok_s", e.decode_tok_s}};
 }
 
 nlohmann::json phase(double latency, double tokens) {
@@ -90,8 +117,10 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     spec.producer = src.producer;
     spec.partial_producer = src.partial;
     spec.weights_key = src.key;
-    spec.policy = policy::parse_policy(c.policy, "policy");
     if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
+    const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
+    spec.policy = section.policy;
+    if (section.is_auto) r["policy_auto"] = plan_run_policy(c, cfg, wdtype, spec);
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
     spec.progress = true;

@@ -1,6 +1,7 @@
 #include "experiments/run_config.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -119,11 +120,11 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 }
 
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
-  check_keys(
-      root,
-      {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype", "seed",
-       "prompt_ids", "temperature", "top_p", "stop_at_eos", "policy", "hardware", "kv"},
-      "", source);
+  check_keys(root,
+             {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype",
+              "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos", "policy", "hardware",
+              "kv", "hardware_profile"},
+             "", source);
   RunConfig c;
   c.source = source;
   H2OFLEX_INPUT_CHECK(root["model"], source, ": missing key 'model'");
@@ -135,6 +136,9 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   if (root["batch_size"]) c.batch_size = scalar<int>(root["batch_size"], "batch_size", source);
   if (root["compute_dtype"]) {
     c.compute_dtype = scalar<std::string>(root["compute_dtype"], "compute_dtype", source);
+  }
+  if (root["hardware_profile"]) {
+    c.hardware_profile = scalar<std::string>(root["hardware_profile"], "hardware_profile", source);
   }
   if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], "seed", source);
   if (root["temperature"])
@@ -219,7 +223,15 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 std::vector<RunConfig> load_run_config_variants(const std::string& path,
                                                 const std::vector<std::string>& overrides) {
   YAML::Node root = load_yaml_file(path, overrides);
-  if (!root.IsMap() || !root["variants"]) return {parse_run_config(root, path)};
+  // A relative hardware profile path is relative to the config file.
+  auto resolve = [&](RunConfig c) {
+    const std::filesystem::path hp(c.hardware_profile);
+    if (!c.hardware_profile.empty() && hp.is_relative()) {
+      c.hardware_profile = (std::filesystem::path(path).parent_path() / hp).string();
+    }
+    return c;
+  };
+  if (!root.IsMap() || !root["variants"]) return {resolve(parse_run_config(root, path))};
   const YAML::Node variants = root["variants"];
   H2OFLEX_INPUT_CHECK(variants.IsSequence() && variants.size() > 0, path,
                       ": variants must be a non-empty list of {name, set}");
@@ -236,7 +248,7 @@ std::vector<RunConfig> load_run_config_variants(const std::string& path,
       merge_into(cfg, v["set"]);
     }
     if (v["name"]) cfg["name"] = v["name"];
-    out.push_back(parse_run_config(cfg, detail::concat(path, " (", where, ")")));
+    out.push_back(resolve(parse_run_config(cfg, detail::concat(path, " (", where, ")"))));
   }
   return out;
 }

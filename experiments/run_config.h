@@ -30,7 +30,10 @@ struct RunConfig {
   EvictionRule kv;           // kv: section, resolved against prompt_len
   YAML::Node policy;         // policy: section (absent = everything in RAM, plain batch_size)
   YAML::Node hardware;       // hardware: section
-  YAML::Node kv_node;        // kv: section as written
+  // A hardware profile (`h2oflex profile --out`) for `policy: auto`; a relative path is taken
+  // from the config file's directory.
+  std::string hardware_profile;
+  YAML::Node kv_node;  // kv: section as written
 
   bool has_policy() const { return policy.IsDefined() && !policy.IsNull(); }
   bool has_hardware() const { return hardware.IsDefined() && !hardware.IsNull(); }
