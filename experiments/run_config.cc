@@ -122,8 +122,8 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   check_keys(root,
              {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype",
-              "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos", "policy", "hardware",
-              "kv", "hardware_profile"},
+              "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos", "projected_steps",
+              "policy", "hardware", "kv", "hardware_profile"},
              "", source);
   RunConfig c;
   c.source = source;

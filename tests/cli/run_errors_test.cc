@@ -127,4 +127,17 @@ TEST_F(RunErrors, GoodConfigWritesAResult) {
   EXPECT_NE(o.output.find("total throughput"), std::string::npos) << o.output;
 }
 
+TEST_F(RunErrors, ProjectedRunIsFlagged) {
+  const fs::path cfg = write("p.yaml",
+                             "model: opt-125m\nprompt_len: 4\ngen_len: 6\nprojected_steps: 2\n"
+                             "policy: {gpu_batch_size: 2, num_gpu_batches: 1}\n");
+  const fs::path json = dir_ / "p.json";
+  const Outcome o = run("run " + cfg.string() + " --json " + json.string());
+  EXPECT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("projected: True"), std::string::npos) << o.output;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"decode_steps_run\": 2"), std::string::npos) << text;
+}
+
 }  // namespace
