@@ -102,6 +102,7 @@ int cli_main(int argc, char** argv) {
   prof_cmd->add_option("--size", prof_size, "disk test file size, e.g. 1GiB");
   prof_cmd->add_option("--name", prof.name, "profile name");
   prof_cmd->add_option("--compute-dtype", prof.compute_dtype, "auto | f32 | bf16");
+  prof_cmd->add_option("--model", prof.model, "OPT model whose layer shape to measure");
 
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);

@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -106,6 +107,16 @@ fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=110)
 )PY";
 
+// "12.3" for one run; "12.3 (11.9-13.0, 3 runs)" = median (min-max) for several.
+std::string measured_cell(const ResultRow& r) {
+  std::string cell = opt_fmt(r.measured);
+  if (r.measured_runs.size() > 1) {
+    cell += " (" + fmt(r.measured_runs.front()) + "-" + fmt(r.measured_runs.back()) + ", " +
+            std::to_string(r.measured_runs.size()) + " runs)";
+  }
+  return cell;
+}
+
 }  // namespace
 
 std::optional<double> ResultRow::ratio() const {
@@ -155,6 +166,11 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
                                       const MeasureFn& measure) {
   std::map<std::string, policy::HardwareProfile> profiles;
   std::vector<ResultRow> out;
+  struct Pending {
+    size_t index;       // into `out`
+    YAML::Node config;  // the row's run config, `policy: auto` resolved
+  };
+  std::vector<Pending> pending;
   const size_t total = suite.rows.size();
   for (const SuiteRow& row : suite.rows) {
     ResultRow rr;
@@ -220,29 +236,58 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
           machine_skip_reason(hw, rr.estimate ? &*rr.estimate : nullptr, limits);
       if (!skip.empty()) {
         rr.note = "not run: " + skip;
-      } else if (measure) {
-        try {
-          MeasuredRow m = measure(config);
-          if (!m.skip_reason.empty()) {
-            rr.note = "not run: " + m.skip_reason;
-          } else {
-            rr.measured = m.total_tok_s;
-            if (m.projected) rr.note = "measured value is projected";
-          }
-          rr.measurement = std::move(m);
-        } catch (const std::exception& e) {
-          rr.note = std::string("run failed: ") + e.what();
-        }
-      } else {
+      } else if (!measure) {
         rr.note = "not run: no engine supplied";
+      } else {
+        // A relative disk path is the run's working directory's; make sure it exists.
+        if (!limits.disk_path.empty()) std::filesystem::create_directories(limits.disk_path);
+        pending.push_back({out.size(), config});
       }
     }
-    std::fprintf(stderr, "predicted %s tok/s, measured %s, published %s%s%s\n",
+    std::fprintf(stderr, "predicted %s tok/s, published %s%s%s\n",
                  rr.predicted ? fmt(*rr.predicted).c_str() : "-",
-                 rr.measured ? fmt(*rr.measured).c_str() : "-",
                  row.published_tok_s ? fmt(*row.published_tok_s).c_str() : "-",
                  rr.note.empty() ? "" : "; ", rr.note.c_str());
     out.push_back(std::move(rr));
+  }
+  // Measured runs, round by round over the rows, so that other load on a shared machine spreads
+  // over all rows instead of landing on one.
+  std::vector<std::vector<MeasuredRow>> runs(out.size());
+  for (int round = 0; round < suite.repeats; ++round) {
+    for (const Pending& pr : pending) {
+      ResultRow& rr = out[pr.index];
+      if (!rr.note.empty() && rr.note.rfind("run failed", 0) == 0) continue;
+      std::fprintf(stderr, "[run %d/%d] %s: ", round + 1, suite.repeats,
+                   rr.row->label.empty() ? rr.row->model.c_str() : rr.row->label.c_str());
+      try {
+        MeasuredRow m = measure(pr.config);
+        if (!m.skip_reason.empty()) {
+          rr.note = "not run: " + m.skip_reason;
+          std::fprintf(stderr, "%s\n", rr.note.c_str());
+          continue;
+        }
+        std::fprintf(stderr, "%s tok/s (predicted %s)\n", fmt(m.total_tok_s).c_str(),
+                     rr.predicted ? fmt(*rr.predicted).c_str() : "-");
+        runs[pr.index].push_back(std::move(m));
+      } catch (const std::exception& e) {
+        rr.note = std::string("run failed: ") + e.what();
+        std::fprintf(stderr, "%s\n", rr.note.c_str());
+      }
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::vector<MeasuredRow>& r = runs[i];
+    if (r.empty()) continue;
+    std::sort(r.begin(), r.end(), [](const MeasuredRow& a, const MeasuredRow& b) {
+      return a.total_tok_s < b.total_tok_s;
+    });
+    ResultRow& rr = out[i];
+    for (const MeasuredRow& m : r) rr.measured_runs.push_back(m.total_tok_s);
+    // The median run (the lower middle one for an even count).
+    MeasuredRow& mid = r[(r.size() - 1) / 2];
+    rr.measured = mid.total_tok_s;
+    if (mid.projected && rr.note.empty()) rr.note = "measured value is projected";
+    rr.measurement = std::move(mid);
   }
   return out;
 }
@@ -270,7 +315,8 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
         "definition). "
      << (predict_only ? "Cost-model predictions only (`--predict`). "
                       : "Measured on this machine where it can run. ")
-     << "ratio = (measured, else predicted) / (published, else predicted). policy = FlexGen's "
+     << "ratio = (measured, else predicted) / (published, else predicted); with several runs, "
+        "measured = median (min-max). policy = FlexGen's "
         "percent order (w_gpu w_cpu cache_gpu cache_cpu act_gpu act_cpu); ccc = "
         "cpu_cache_compute.\n\n";
   os << "| row | system | model | prompt+gen | batch | policy | published | predicted | measured "
@@ -285,7 +331,7 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
     os << "| " << (s.label.empty() ? std::to_string(s.index) : s.label) << " | " << s.system
        << " | " << s.model << " | " << s.prompt_len << "+" << s.gen_len << " | " << r.batch << " | "
        << r.policy << " | " << opt_fmt(s.published_tok_s) << " | " << opt_fmt(r.predicted) << " | "
-       << opt_fmt(r.measured) << " | " << ratio << " | " << r.note << " |\n";
+       << measured_cell(r) << " | " << ratio << " | " << r.note << " |\n";
   }
   return os.str();
 }
@@ -318,6 +364,7 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
     j["published_tok_s"] = num(s.published_tok_s);
     j["predicted_tok_s"] = num(r.predicted);
     j["measured_tok_s"] = num(r.measured);
+    j["measured_runs_tok_s"] = r.measured_runs;
     j["ratio"] = num(r.ratio());
     j["band"] = num(s.band);
     const auto ok = r.within_band();

@@ -39,8 +39,9 @@ struct ResultRow {
   std::string batch, policy;  // as shown in the table
   std::optional<double> predicted, measured;
   std::optional<policy::CostEstimate> estimate;
-  std::optional<MeasuredRow> measurement;
-  std::string note;  // why a number is missing
+  std::optional<MeasuredRow> measurement;  // the run whose total is the median
+  std::vector<double> measured_runs;       // total tok/s of every run (suite `repeats`)
+  std::string note;                        // why a number is missing
   // ratio = (measured, else predicted) / (published, else predicted); empty if either is absent
   // or both would be the same prediction.
   std::optional<double> ratio() const;

@@ -120,12 +120,17 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
 
 Suite parse_suite(const YAML::Node& root, const std::string& path) {
   using namespace policy;
-  require_mapping(root, path, {"suite", "description", "defaults", "rows"});
+  require_mapping(root, path, {"suite", "description", "repeats", "defaults", "rows"});
   Suite s;
   s.path = path;
   s.name = root["suite"] ? read_string(root["suite"], path + ": suite")
                          : std::filesystem::path(path).stem().string();
   if (root["description"]) s.description = read_string(root["description"], path + ": description");
+  if (root["repeats"]) {
+    s.repeats = static_cast<int>(read_int(root["repeats"], path + ": repeats"));
+    H2OFLEX_INPUT_CHECK(s.repeats >= 1 && s.repeats <= 100, path, ": repeats: ", s.repeats,
+                        " is not in [1, 100]");
+  }
   YAML::Node defaults;
   if (root["defaults"]) {
     defaults = root["defaults"];

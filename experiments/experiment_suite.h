@@ -36,6 +36,7 @@ struct Suite {
   std::string path;
   std::string name;
   std::string description;
+  int repeats = 1;  // measured runs per row, interleaved round by round (median reported)
   std::vector<SuiteRow> rows;
 };
 

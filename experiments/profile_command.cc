@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "experiments/run_config.h"
+#include "models/opt/opt_config.h"
+#include "models/opt/opt_model.h"
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
@@ -22,6 +24,7 @@
 #include "runtime/core/rng.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/timer.h"
+#include "runtime/engine/generator.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
@@ -103,14 +106,14 @@ DiskRates measure_disk(const std::string& dir, uint64_t size) {
 struct LayerGemms {
   Tensor w_hh, w_fc1, w_fc2, b_h, b_f;
   int64_t h, f;
-  LayerGemms(int64_t hidden, DType wdt)
+  LayerGemms(int64_t hidden, int64_t ffn, DType wdt)
       : w_hh(random_tensor({hidden, hidden}, wdt, 1, 0.02f)),
-        w_fc1(random_tensor({4 * hidden, hidden}, wdt, 2, 0.02f)),
-        w_fc2(random_tensor({hidden, 4 * hidden}, wdt, 3, 0.02f)),
+        w_fc1(random_tensor({ffn, hidden}, wdt, 2, 0.02f)),
+        w_fc2(random_tensor({hidden, ffn}, wdt, 3, 0.02f)),
         b_h(Tensor::zeros({hidden}, DType::F32)),
-        b_f(Tensor::zeros({4 * hidden}, DType::F32)),
+        b_f(Tensor::zeros({ffn}, DType::F32)),
         h(hidden),
-        f(4 * hidden) {}
+        f(ffn) {}
   double weight_bytes() const {
     return static_cast<double>(w_hh.nbytes()) * 4 + static_cast<double>(w_fc1.nbytes()) +
            static_cast<double>(w_fc2.nbytes());
@@ -130,8 +133,8 @@ struct LayerGemms {
   }
 };
 
-double measure_attention_prefill(const ProfileOptions& o, int repeats) {
-  const int64_t b = o.attn_batch, s = o.attn_prefill_len, d = 64, heads = o.hidden / d;
+double measure_attention_prefill(const ProfileOptions& o, const OptConfig& cfg, int repeats) {
+  const int64_t b = o.attn_batch, s = o.attn_prefill_len, heads = cfg.heads, d = cfg.head_dim();
   Tensor q = random_tensor({b, s, heads, d}, DType::F32, 5, 1.0f);
   Tensor k = random_tensor({b, s, heads, d}, DType::F32, 6, 1.0f);
   Tensor v = random_tensor({b, s, heads, d}, DType::F32, 7, 1.0f);
@@ -140,11 +143,12 @@ double measure_attention_prefill(const ProfileOptions& o, int repeats) {
   const double t =
       median_seconds(repeats, [&] { ops::attention_prefill(q, k, v, pad, 0.125f, out, nullptr); });
   // The cost model's count: the full s^2 (FlexGen does not halve it for the causal mask).
-  return static_cast<double>(b) * 4.0 * s * s * o.hidden / t;
+  return static_cast<double>(b) * 4.0 * s * s * cfg.hidden / t;
 }
 
-double measure_attention_decode(const ProfileOptions& o, DType kv_dtype, int repeats) {
-  const int64_t b = o.attn_batch, ctx = o.attn_decode_ctx, d = 64, heads = o.hidden / d;
+double measure_attention_decode(const ProfileOptions& o, const OptConfig& cfg, DType kv_dtype,
+                                int repeats) {
+  const int64_t b = o.attn_batch, ctx = o.attn_decode_ctx, heads = cfg.heads, d = cfg.head_dim();
   Tensor kc = random_tensor({b, heads, ctx, d}, kv_dtype, 8, 1.0f);
   Tensor vc = random_tensor({b, heads, ctx, d}, kv_dtype, 9, 1.0f);
   Tensor pos = Tensor::empty({b, heads, ctx}, DType::I32);
@@ -156,7 +160,61 @@ double measure_attention_decode(const ProfileOptions& o, DType kv_dtype, int rep
   const double t = median_seconds(repeats, [&] {
     ops::attention_decode(q, kc, vc, pos, kn, vn, 0.125f, out, nullptr, nullptr);
   });
-  return static_cast<double>(b) * 4.0 * ctx * o.hidden / t;  // q.K and p.V, 2 FLOPs each
+  return static_cast<double>(b) * 4.0 * ctx * cfg.hidden / t;  // q.K and p.V, 2 FLOPs each
+}
+
+// Seconds of one decoder layer, by difference of a 3-layer and a 1-layer copy of `ref` run by
+// the in-RAM engine: prefill of `batch` prompts of `len` tokens, and one decode step (over a
+// context of ~len tokens). The fastest of `repeats` runs of each: other work on a shared
+// machine only ever slows a run down.
+struct LayerTimes {
+  double prefill = 0, decode_step = 0;
+};
+
+// A 1-layer and a 3-layer copy of the reference model with dummy weights.
+struct LayerModels {
+  static constexpr int kLayers[2] = {1, 3};
+  OptConfig cfg[2];
+  OptWeights weights[2];
+  LayerModels(const OptConfig& ref, DType wdt) {
+    for (int i = 0; i < 2; ++i) {
+      cfg[i] = ref;
+      cfg[i].layers = kLayers[i];
+      weights[i] = load_opt_weights(cfg[i], wdt, dummy_weight_producer(1));
+    }
+  }
+};
+
+LayerTimes layer_times(const LayerModels& models, ops::ComputeType ct, int batch, int len,
+                       int steps, int repeats) {
+  const OptConfig& ref = models.cfg[0];
+  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(batch));
+  for (int b = 0; b < batch; ++b) {
+    for (int t = 0; t < len; ++t) {
+      prompts[b].push_back(4 + static_cast<int32_t>(philox4x32(3, b, t)[0] % (ref.vocab - 4)));
+    }
+  }
+  GenerateOptions g;
+  g.gen_len = steps + 1;
+  g.stop_at_eos = false;
+  g.compute = ct;
+  g.kv_dtype = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  double prefill[2], decode[2];
+  for (int i = 0; i < 2; ++i) {
+    prefill[i] = decode[i] = 1e30;
+    for (int r = 0; r <= repeats; ++r) {  // the first run warms up
+      const GenerateOutput out = generate_in_ram(models.cfg[i], models.weights[i], prompts, g);
+      if (r == 0) continue;
+      prefill[i] = std::min(prefill[i], out.prefill_s);
+      decode[i] = std::min(decode[i], out.decode_s);
+    }
+  }
+  const double layers = LayerModels::kLayers[1] - LayerModels::kLayers[0];
+  LayerTimes t;
+  // Floors keep a noisy difference from going to zero or below.
+  t.prefill = std::max(prefill[1] - prefill[0], 0.05 * prefill[1]) / layers;
+  t.decode_step = std::max(decode[1] - decode[0], 0.05 * decode[1]) / layers / steps;
+  return t;
 }
 
 uint64_t mem_total_bytes() {
@@ -190,12 +248,12 @@ void check_options(const ProfileOptions& o) {
   H2OFLEX_INPUT_CHECK(o.disk_bytes >= (1u << 20) && o.disk_bytes % (1u << 20) == 0,
                       "profile: --size must be a positive multiple of 1 MiB, got ", o.disk_bytes);
   H2OFLEX_INPUT_CHECK(o.memcpy_bytes >= 4096, "profile: memcpy size must be >= 4096 bytes");
-  H2OFLEX_INPUT_CHECK(o.hidden >= 64 && o.hidden % 64 == 0,
-                      "profile: hidden size must be a positive multiple of 64 (head size), got ",
-                      o.hidden);
-  H2OFLEX_INPUT_CHECK(o.prefill_rows >= 1 && o.decode_rows >= 1 && o.attn_batch >= 1 &&
-                          o.attn_prefill_len >= 1 && o.attn_decode_ctx >= 1 && o.repeats >= 1,
-                      "profile: rows, batch, lengths and repeats must be >= 1");
+  H2OFLEX_INPUT_CHECK(opt_config_by_name(o.model).has_value(), "profile: --model '", o.model,
+                      "' is not an OPT family name");
+  H2OFLEX_INPUT_CHECK(o.prefill_batch >= 1 && o.prefill_len >= 1 && o.decode_rows >= 1 &&
+                          o.decode_steps >= 1 && o.attn_batch >= 1 && o.attn_prefill_len >= 1 &&
+                          o.attn_decode_ctx >= 1 && o.repeats >= 1,
+                      "profile: batches, lengths, steps and repeats must be >= 1");
   H2OFLEX_INPUT_CHECK(!o.name.empty(), "profile: --name must not be empty");
 }
 
@@ -230,16 +288,45 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   m.disk_write_bps = disk.write_bps;
   m.disk_direct = disk.direct;
 
-  std::fprintf(stderr, "profile: GEMM (%s) ...\n", m.compute_dtype.c_str());
+  const OptConfig ref = *opt_config_by_name(o.model);
+  std::fprintf(stderr, "profile: attention (%s) ...\n", m.compute_dtype.c_str());
+  m.attn_prefill_flops = measure_attention_prefill(o, ref, o.repeats);
+  m.attn_decode_flops = measure_attention_decode(o, ref, wdt, o.repeats);
+
+  std::fprintf(stderr, "profile: %s layers (%s) ...\n", ref.name.c_str(), m.compute_dtype.c_str());
   {
-    const LayerGemms g(o.hidden, wdt);
-    m.gemm_prefill_flops = g.flops(o.prefill_rows) / g.seconds(o.prefill_rows, ct, o.repeats);
-    m.gemm_decode_flops = g.flops(o.decode_rows) / g.seconds(o.decode_rows, ct, o.repeats);
-    m.gemm_stream_bps = g.weight_bytes() / g.seconds(1, ct, o.repeats);
+    const LayerGemms g(ref.hidden, ref.ffn, wdt);
+    m.linear_prefill_flops = g.flops(o.prefill_batch * o.prefill_len) /
+                             g.seconds(o.prefill_batch * o.prefill_len, ct, o.repeats);
+    m.linear_decode_flops = g.flops(o.decode_rows) / g.seconds(o.decode_rows, ct, o.repeats);
   }
-  std::fprintf(stderr, "profile: attention ...\n");
-  m.attn_prefill_flops = measure_attention_prefill(o, o.repeats);
-  m.attn_decode_flops = measure_attention_decode(o, wdt, o.repeats);
+  // Effective rates of whole layers: GEMM FLOPs over the layer's time less its attention at the
+  // rates just measured (the cost model adds attention separately), in the cost model's counts.
+  const double gemm_tok = 2.0 * (4.0 * ref.hidden * ref.hidden + 2.0 * ref.hidden * ref.ffn);
+  const double h = static_cast<double>(ref.hidden), s_p = o.prefill_len;
+  const double weight_bytes =
+      (4.0 * (h * h + h) + 2.0 * h * ref.ffn + ref.ffn + 5.0 * h) * dtype_size(wdt);
+  const LayerModels models(ref, wdt);
+  {
+    const LayerTimes t =
+        layer_times(models, ct, o.prefill_batch, o.prefill_len, o.decode_steps, o.repeats);
+    const double attn = o.prefill_batch * 4.0 * s_p * s_p * h / m.attn_prefill_flops;
+    m.gemm_prefill_flops =
+        o.prefill_batch * s_p * gemm_tok / std::max(t.prefill - attn, 0.5 * t.prefill);
+  }
+  const double ctx = s_p + (o.decode_steps + 1) / 2.0;  // mean context of the timed steps
+  {
+    const LayerTimes t =
+        layer_times(models, ct, o.decode_rows, o.prefill_len, o.decode_steps, o.repeats);
+    const double attn = o.decode_rows * 4.0 * ctx * h / m.attn_decode_flops;
+    m.gemm_decode_flops =
+        o.decode_rows * gemm_tok / std::max(t.decode_step - attn, 0.5 * t.decode_step);
+  }
+  {
+    const LayerTimes t = layer_times(models, ct, 1, o.prefill_len, o.decode_steps, o.repeats);
+    const double attn = 4.0 * ctx * h / m.attn_decode_flops;
+    m.gemm_stream_bps = weight_bytes / std::max(t.decode_step - attn, 0.5 * t.decode_step);
+  }
 
   policy::HardwareProfile& hw = m.profile;
   hw.name = o.name;
@@ -278,15 +365,20 @@ std::string profile_yaml(const ProfileMeasurements& m, const ProfileOptions& o) 
       policy::format_bytes(o.disk_bytes).c_str(), m.disk_direct ? ", O_DIRECT" : ", buffered");
   os << line;
   std::snprintf(line, sizeof line,
-                "#  - ops::linear, %s, one OPT layer of hidden %ld: %d rows %s (mm_flops_p), %d "
-                "rows %s (mm_flops_g),\n#    1 row streams the weights at %s (device_mem_bdw);\n",
-                m.compute_dtype.c_str(), static_cast<long>(o.hidden), o.prefill_rows,
+                "#  - %s decoder layers, %s (in-RAM engine, per-layer difference): prefill\n"
+                "#    %d x %d tokens %s (mm_flops_p), decode %d sequences %s (mm_flops_g),\n"
+                "#    one sequence streams the weights at %s (device_mem_bdw);\n",
+                o.model.c_str(), m.compute_dtype.c_str(), o.prefill_batch, o.prefill_len,
                 gflops(m.gemm_prefill_flops).c_str(), o.decode_rows,
                 gflops(m.gemm_decode_flops).c_str(), gbps(m.gemm_stream_bps).c_str());
   os << line;
   std::snprintf(line, sizeof line,
-                "#  - attention: prefill %d x %d tokens %s (bmm_flops_p); decode over %d cached "
-                "%s tokens %s\n#    (bmm_flops_g = cpu_flops).\n",
+                "#    (ops::linear alone on the same GEMMs: %s prefill, %s decode);\n",
+                gflops(m.linear_prefill_flops).c_str(), gflops(m.linear_decode_flops).c_str());
+  os << line;
+  std::snprintf(line, sizeof line,
+                "#  - attention: prefill %d x %d tokens %s (bmm_flops_p); decode over %d\n"
+                "#    cached %s tokens %s (bmm_flops_g = cpu_flops).\n",
                 o.attn_batch, o.attn_prefill_len, gflops(m.attn_prefill_flops).c_str(),
                 o.attn_decode_ctx, m.compute_dtype.c_str(), gflops(m.attn_decode_flops).c_str());
   os << line;

@@ -7,9 +7,16 @@
 //    ctog_bdw, gtoc_bdw_cache, gtoc_bdw_hidden;
 //  - sequential disk writes then reads of a fresh file through the offload io engine (io_uring,
 //    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw;
-//  - ops::linear in the compute type a run would use (compute_dtype auto) on the six GEMMs of
-//    one OPT decoder layer: prefill-like rows -> mm_flops_p, decode-like rows -> mm_flops_g,
-//    and one row (streaming the weights once) -> device_mem_bdw;
+//  - whole OPT decoder layers of a reference model (default opt-1.3b) run by the in-RAM engine
+//    in the compute type a run would use (compute_dtype auto): the time of one layer is the
+//    difference between a 3-layer and a 1-layer model (embeddings, LM head and sampling cancel).
+//    Its GEMM FLOPs over that time, less the modeled attention, give the effective rates:
+//    prefill -> mm_flops_p, a decode step of `decode_rows` sequences -> mm_flops_g, a decode
+//    step of one sequence (streaming the layer's weights once) -> device_mem_bdw. On a CPU the
+//    LayerNorms, residuals, activation conversions and per-op overheads run on the same cores
+//    as the GEMMs and scale with the same tokens, so they belong in the rate, as FlexGen's
+//    fitted constants include them; ops::linear alone on the same shapes is reported for
+//    comparison;
 //  - ops::attention_prefill over f32 q/k/v -> bmm_flops_p; ops::attention_decode over a bf16
 //    (or f32) cache -> bmm_flops_g and cpu_flops (the host is the same CPU);
 //  - memory sizes: MemTotal from /proc/meminfo split between the arena and host RAM, free disk
@@ -30,16 +37,18 @@ struct ProfileOptions {
   std::string name = "local_cpu";
   std::string compute_dtype = "auto";  // auto | f32 | bf16, as in a run config
 
-  // Shapes. The defaults are those of the local suite's largest model (OPT-1.3B: hidden 2048,
-  // ffn 8192, 32 heads) and its batches; tests shrink them.
+  // Shapes. The defaults are those of the local suite's largest model and its batches; tests
+  // shrink them.
   uint64_t memcpy_bytes = 256ull << 20;
-  int64_t hidden = 2048;
-  int prefill_rows = 512;      // GEMM rows of a prefill (batch x prompt tokens)
-  int decode_rows = 16;        // GEMM rows of a decode step (the GPU batch)
-  int attn_batch = 8;          // sequences in the attention measurements
-  int attn_prefill_len = 128;  // prompt tokens of the prefill attention
-  int attn_decode_ctx = 512;   // cached tokens the decode attention reads
-  int repeats = 5;             // timed repetitions per measurement (the median is kept)
+  std::string model = "opt-1.3b";  // reference layer shape (an OPT name)
+  int prefill_batch = 16;          // sequences of the prefill measurement
+  int prefill_len = 64;            // their prompt tokens
+  int decode_rows = 16;            // sequences of the decode measurement (the GPU batch)
+  int decode_steps = 4;            // decode steps timed per run
+  int attn_batch = 8;              // sequences in the attention measurements
+  int attn_prefill_len = 128;      // prompt tokens of the prefill attention
+  int attn_decode_ctx = 512;       // cached tokens the decode attention reads
+  int repeats = 5;                 // timed repetitions per measurement (the median is kept)
 };
 
 // Everything `profile` measured, in the profile's units (bytes/s, FLOP/s), plus the raw figures
@@ -48,7 +57,8 @@ struct ProfileMeasurements {
   policy::HardwareProfile profile;
   double memcpy_bps = 0, disk_read_bps = 0, disk_write_bps = 0;
   bool disk_direct = true;  // false: the file system refused O_DIRECT (figures include caching)
-  double gemm_prefill_flops = 0, gemm_decode_flops = 0, gemm_stream_bps = 0;
+  double gemm_prefill_flops = 0, gemm_decode_flops = 0, gemm_stream_bps = 0;  // layers
+  double linear_prefill_flops = 0, linear_decode_flops = 0;                   // ops::linear alone
   double attn_prefill_flops = 0, attn_decode_flops = 0;
   std::string compute_dtype;  // "bf16" or "f32"
   double seconds = 0;         // wall time of the whole profile

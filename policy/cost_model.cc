@@ -160,10 +160,23 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double cache = d.bls * d.stored_p * (d.kv_tok + d.meta_tok);  // only kept slots
     const double hid = ab * d.s * d.h1 * d.bls;
     PhaseTerms& t = e.prefill;
-    t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
-    t.gtoc = cache * off_dev_cache / hw.gtoc_bdw_cache + hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
-    t.dtoc = (d.wl * d.wn + hid * d.hn) / hw.dtoc_bdw;
-    t.ctod = cache * d.cn / hw.ctod_bdw_cache_p + hid * d.hn / hw.ctod_bdw_hidden_p;
+    if (cpu_hierarchy) {
+      // What the engine moves (runtime/engine/pipeline.cc): host-resident weights and
+      // activations are computed on in place, as is a host-resident KV cache with
+      // cpu_cache_compute; a KV home off the arena receives the whole slot array of each layer
+      // and GPU batch from the workspace prefill computed it in (memcpy to host, io to disk);
+      // disk weights are read straight into the arena's workspace.
+      const double slots = d.bls * d.slots * d.kv_tok;
+      t.ctog = 0;
+      t.gtoc = p.cpu_cache_compute ? 0 : slots * d.cc / hw.gtoc_bdw_cache;
+      t.dtoc = d.wl * d.wn / hw.dtoc_bdw;
+      t.ctod = slots * d.cn / hw.ctod_bdw_cache_p;
+    } else {
+      t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
+      t.gtoc = cache * off_dev_cache / hw.gtoc_bdw_cache + hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
+      t.dtoc = (d.wl * d.wn + hid * d.hn) / hw.dtoc_bdw;
+      t.ctod = cache * d.cn / hw.ctod_bdw_cache_p + hid * d.hn / hw.ctod_bdw_hidden_p;
+    }
     // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention
     // (FlexGen counts the full s^2, not the causal half). H2O adds the column sums of the
     // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1.
@@ -182,20 +195,34 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double hid = ab * d.h1 * d.bls;
     const double qkv_out = d.bls * ab * d.h1;  // per tensor, one token
     PhaseTerms& t = e.decode;
-    t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
-    t.gtoc = hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
-    if (delegated) {
-      // Only q, k, v go to the host and the attention output comes back (FlexGen ignores these).
-      t.gtoc += 3 * qkv_out * off_dev_cache / hw.gtoc_bdw_hidden;
-      t.ctog += qkv_out * off_dev_cache / hw.ctog_bdw;
+    if (cpu_hierarchy) {
+      // The engine copies whole slot arrays (allocated capacity, not the mean context): a
+      // host-resident cache without cpu_cache_compute is memcpy'd into the arena and the changed
+      // slots copied back; a disk-resident one is read whole into the workspace and only the
+      // changed slots written back. Positions and scores stay in host memory (no traffic).
+      const double slots = d.bls * d.slots * d.kv_tok;
+      const double changed = d.bls * d.kv_tok;
+      t.ctog = delegated ? 0 : slots * d.cc / hw.ctog_bdw;
+      t.gtoc = delegated ? 0 : changed * d.cc / hw.gtoc_bdw_cache;
+      t.dtoc = slots * d.cn / hw.dtoc_bdw + d.wl * d.wn / hw.dtoc_bdw;
+      t.ctod = changed * d.cn / hw.ctod_bdw_g;
     } else {
-      // The off-device KV (and scores) come to the device each step; the new slot goes back.
-      t.ctog += (cache + scores) * off_dev_cache / hw.ctog_bdw;
-      t.gtoc += (new_kv + scores) * off_dev_cache / hw.gtoc_bdw_cache;
+      t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
+      t.gtoc = hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
+      if (delegated) {
+        // Only q, k, v go to the host and the attention output comes back (FlexGen ignores
+        // these).
+        t.gtoc += 3 * qkv_out * off_dev_cache / hw.gtoc_bdw_hidden;
+        t.ctog += qkv_out * off_dev_cache / hw.ctog_bdw;
+      } else {
+        // The off-device KV (and scores) come to the device each step; the new slot goes back.
+        t.ctog += (cache + scores) * off_dev_cache / hw.ctog_bdw;
+        t.gtoc += (new_kv + scores) * off_dev_cache / hw.gtoc_bdw_cache;
+      }
+      t.dtoc = ((cache + scores) * d.cn + hid * d.hn) / hw.dtoc_bdw +
+               d.wl * d.wn / (0.95 * hw.dtoc_bdw);  // FlexGen's 0.95: weight reads are strided
+      t.ctod = ((new_kv + scores) * d.cn + hid * d.hn) / hw.ctod_bdw_g;
     }
-    t.dtoc = ((cache + scores) * d.cn + hid * d.hn) / hw.dtoc_bdw +
-             d.wl * d.wn / (0.95 * hw.dtoc_bdw);  // FlexGen's 0.95: weight reads are strided
-    t.ctod = ((new_kv + scores) * d.cn + hid * d.hn) / hw.ctod_bdw_g;
     // Decode GEMMs of a small GPU batch are bound by reading the weights from device memory,
     // which FlexGen's fit (made on large batches) leaves out; it is what limits OPT-6.7B at
     // batch 2 on a T4.
@@ -229,8 +256,15 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
         {t.ctog, "ctog"}, {t.gtoc, "gtoc"}, {t.dtoc, "dtoc"}, {t.ctod, "ctod"}, {t.comp, "comp"}};
     t.bottleneck = std::max_element(std::begin(terms), std::end(terms))->second;
   };
-  e.prefill.per_layer = combine_prefill(e.prefill);
-  e.decode.per_layer = combine_decode(e.decode);
+  // Disk-resident activations: on the CPU-only hierarchy the engine reads and writes a GPU
+  // batch's hidden states synchronously around each layer's compute (not overlapped).
+  auto act_sync = [&](double rows) {
+    if (!cpu_hierarchy) return 0.0;
+    const double bytes = ab * rows * d.h1 * d.bls * d.hn;
+    return bytes / hw.dtoc_bdw + bytes / hw.ctod_bdw_hidden_p;
+  };
+  e.prefill.per_layer = combine_prefill(e.prefill) + act_sync(d.s);
+  e.decode.per_layer = combine_decode(e.decode) + act_sync(1);
   name_bottleneck(e.prefill);
   name_bottleneck(e.decode);
 
@@ -238,7 +272,11 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   // models the LM head is a large share: OPT-125m's is ~45% of its decoder GEMMs). Prefill
   // computes logits for the last position only. Their weights move like a layer's.
   const double head_params = d.V * d.h1;
-  const double emb_move = d.emb * (d.wc + d.wn) / hw.ctog_bdw + d.emb * d.wn / hw.dtoc_bdw;
+  // On the CPU-only hierarchy host-resident embeddings are used in place; disk-resident ones
+  // are read by both the input unit and the (tied) output head, so twice per step.
+  const double emb_move = cpu_hierarchy
+                              ? 2 * d.emb * d.wn / hw.dtoc_bdw
+                              : d.emb * (d.wc + d.wn) / hw.ctog_bdw + d.emb * d.wn / hw.dtoc_bdw;
   const double head_p = d.bls * 2 * head_params / hw.mm_flops_p + emb_move;
   const double head_g = d.ngb * std::max(d.gbs * 2 * head_params / hw.mm_flops_g,
                                          head_params * model.weight_bytes / hw.device_mem_bdw) +

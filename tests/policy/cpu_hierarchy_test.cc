@@ -1,0 +1,104 @@
+// The cost model on the CPU-only hierarchy (device = RAM arena) against byte counts derived by
+// hand from what the engine moves: host-resident weights and activations are used in place,
+// a host-resident KV cache is used in place with cpu_cache_compute, and KV homes off the arena
+// exchange whole slot arrays (allocated capacity) with the workspace.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "policy/cost_model.h"
+#include "policy/hardware.h"
+
+namespace h2oflex::policy {
+namespace {
+
+// Round numbers so the expected values are easy to derive by hand.
+HardwareProfile cpu_profile() {
+  HardwareProfile hw;
+  hw.name = "cpu";
+  hw.compute_device = ComputeDevice::Cpu;
+  hw.device_mem = 8ull << 30, hw.host_mem = 8ull << 30, hw.disk_mem = 64ull << 30;
+  hw.ctog_bdw = hw.gtoc_bdw_cache = hw.gtoc_bdw_hidden = 10e9;
+  hw.dtoc_bdw = 1e9;
+  hw.ctod_bdw_cache_p = hw.ctod_bdw_hidden_p = hw.ctod_bdw_g = 2e9;
+  hw.device_mem_bdw = 20e9;
+  hw.mm_flops_p = 400e9, hw.mm_flops_g = 200e9;
+  hw.bmm_flops_p = 20e9, hw.bmm_flops_g = hw.cpu_flops = 10e9;
+  return hw;
+}
+
+ModelShape opt1_3b() {
+  ModelShape m;
+  m.name = "opt-1.3b";
+  m.layers = 24, m.hidden = 2048, m.ffn = 8192, m.heads = 32;
+  return m;
+}
+
+Policy make(int gbs, double wg, double wc, double cg, double cc, double hg, double hc, bool ccc) {
+  Policy p;
+  p.gpu_batch_size = gbs;
+  p.w_gpu = wg, p.w_cpu = wc, p.cache_gpu = cg, p.cache_cpu = cc, p.act_gpu = hg, p.act_cpu = hc;
+  p.cpu_cache_compute = ccc;
+  return p;
+}
+
+constexpr double kH = 2048;
+const Workload kWork{32, 8, {}};  // 32 + 8, full cache: 40 slots per sequence and layer
+
+TEST(CpuHierarchy, HostResidentWeightsAndDelegatedCacheMoveNothing) {
+  const HardwareProfile hw = cpu_profile();
+  const CostEstimate all_arena =
+      estimate_cost(opt1_3b(), hw, make(8, 100, 0, 100, 0, 100, 0, false), kWork);
+  const CostEstimate host =
+      estimate_cost(opt1_3b(), hw, make(8, 0, 100, 0, 100, 0, 100, true), kWork);
+  for (const PhaseTerms* t : {&host.prefill, &host.decode}) {
+    EXPECT_EQ(t->ctog, 0);
+    EXPECT_EQ(t->gtoc, 0);
+    EXPECT_EQ(t->dtoc, 0);
+    EXPECT_EQ(t->ctod, 0);
+  }
+  // Computing in place costs what computing in the arena does.
+  EXPECT_NEAR(host.total_s, all_arena.total_s, 1e-12 * all_arena.total_s);
+}
+
+TEST(CpuHierarchy, HostCacheWithoutDelegationCopiesWholeSlotArrays) {
+  const HardwareProfile hw = cpu_profile();
+  const CostEstimate e =
+      estimate_cost(opt1_3b(), hw, make(8, 100, 0, 0, 100, 100, 0, false), kWork);
+  const double slots_bytes = 8 * 40 * 2 * 2 * kH;  // bls x (s + n) x K,V x bf16 x h
+  EXPECT_NEAR(e.decode.ctog, slots_bytes / 10e9, 1e-15);
+  EXPECT_NEAR(e.decode.gtoc, 8 * 2 * 2 * kH / 10e9, 1e-15);  // the changed slot goes back
+  EXPECT_NEAR(e.prefill.gtoc, slots_bytes / 10e9, 1e-15);    // prefill stores the arrays
+  // Memcpy by the computing cores adds to the step.
+  EXPECT_NEAR(e.decode.per_layer, e.decode.ctog + e.decode.gtoc + e.decode.comp, 1e-15);
+}
+
+TEST(CpuHierarchy, DiskCacheAndWeightsAreReadWholeAndOverlapCompute) {
+  const HardwareProfile hw = cpu_profile();
+  const ModelShape m = opt1_3b();
+  const CostEstimate e = estimate_cost(m, hw, make(8, 50, 0, 0, 0, 100, 0, true), kWork);
+  const double slots_bytes = 8 * 40 * 2 * 2 * kH;
+  const double layer_bytes = 2 * (4 * (kH * kH + kH) + 2 * kH * 8192 + 8192 + 5 * kH);
+  EXPECT_NEAR(e.decode.dtoc, (slots_bytes + 0.5 * layer_bytes) / 1e9, 1e-12);
+  EXPECT_NEAR(e.decode.ctod, 8 * 2 * 2 * kH / 2e9, 1e-15);
+  EXPECT_NEAR(e.prefill.ctod, slots_bytes / 2e9, 1e-15);
+  EXPECT_NEAR(e.prefill.dtoc, 0.5 * layer_bytes / 1e9, 1e-12);
+  EXPECT_NEAR(e.decode.per_layer, std::max({e.decode.dtoc, e.decode.ctod, e.decode.comp}), 1e-15);
+}
+
+TEST(CpuHierarchy, DiskActivationsAreSynchronous) {
+  const HardwareProfile hw = cpu_profile();
+  const ModelShape m = opt1_3b();
+  Policy p = make(8, 100, 0, 100, 0, 0, 0, false);  // hidden states on disk
+  const CostEstimate e = estimate_cost(m, hw, p, kWork);
+  const double prefill_bytes = 2 * 32 * kH * 8, decode_bytes = 2 * kH * 8;  // act_bytes 2
+  EXPECT_NEAR(e.prefill.per_layer,
+              std::max({e.prefill.dtoc, e.prefill.ctod, e.prefill.comp}) + prefill_bytes / 1e9 +
+                  prefill_bytes / 2e9,
+              1e-12);
+  EXPECT_NEAR(e.decode.per_layer, e.decode.comp + decode_bytes / 1e9 + decode_bytes / 2e9, 1e-12);
+}
+
+}  // namespace
+}  // namespace h2oflex::policy
