@@ -6,15 +6,12 @@
 #include <array>
 #include <cstdint>
 
+#include "runtime/core/philox.h"
+
 namespace h2oflex {
 
 // Four 32-bit random words for (key, counter).
 std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter_hi, uint64_t counter_lo);
-
-// Uniform in (0, 1) from a 32-bit word (never exactly 0 or 1).
-inline float uniform_open01(uint32_t x) {
-  return (static_cast<float>(x >> 8) + 0.5f) * (1.0f / 16777216.0f);
-}
 
 // Standard normal for element `index` of stream (seed, stream): deterministic, order-free.
 float normal_at(uint64_t seed, uint64_t stream, uint64_t index);

@@ -11,7 +11,7 @@
 
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
-#include "runtime/cuda/philox.h"
+#include "runtime/core/philox.h"
 #include "runtime/cuda/philox_device.h"
 #include "runtime/cuda/scratch.h"
 #include "runtime/cuda/streams.h"
@@ -139,7 +139,7 @@ __global__ void nucleus_pick_kernel(const float* sorted_prob, const int32_t* sor
   }
   if (kept < 0.0) kept = carry;
 
-  const float u = uniform_open01_24(philox4x32_10(seed, row_keys[r], step).w[0]);
+  const float u = uniform_open01(philox4x32_10(seed, row_keys[r], step).w[0]);
   const double target = static_cast<double>(u) * kept;
   int choice = id[count - 1];
   carry = 0.0;

@@ -14,7 +14,6 @@
 
 #include "runtime/core/rng.h"
 #include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/philox.h"
 #include "runtime/cuda/philox_device.h"
 #include "runtime/cuda/streams.h"
 
@@ -61,23 +60,6 @@ TEST(CudaDevice, ProbeNeverThrowsAndExplainsAbsence) {
   } else {
     EXPECT_TRUE(cuda::cuda_unavailable_reason().empty());
     EXPECT_FALSE(cuda::device_description().empty());
-  }
-}
-
-// The device Philox is compiled for the host too: it must reproduce the core generator exactly.
-TEST(Philox, HostBuildOfDeviceCodeMatchesCoreGenerator) {
-  const uint64_t keys[] = {0, 1, 0xdeadbeefcafef00dull, ~0ull};
-  for (uint64_t key : keys) {
-    for (uint64_t hi : {uint64_t{0}, uint64_t{7}, uint64_t{1} << 40}) {
-      for (uint64_t lo = 0; lo < 64; ++lo) {
-        const auto want = philox4x32(key, hi, lo * 0x9E3779B97F4A7C15ull);
-        const auto got = cuda::philox4x32_10(key, hi, lo * 0x9E3779B97F4A7C15ull);
-        for (int j = 0; j < 4; ++j) ASSERT_EQ(got.w[j], want[j]) << key << " " << hi << " " << lo;
-      }
-    }
-  }
-  for (uint32_t x : {0u, 1u, 255u, 256u, 0x7fffffffu, 0xffffffffu, 0x12345678u}) {
-    EXPECT_EQ(cuda::uniform_open01_24(x), uniform_open01(x)) << x;
   }
 }
 

@@ -44,6 +44,15 @@ TEST(Rng, NormalIsDeterministicAndOrderFree) {
   EXPECT_NE(normal_at(1, 1, 0), normal_at(2, 1, 0));
 }
 
+// Known-answer vectors published with Random123 (philox4x32, 10 rounds).
+TEST(Rng, PhiloxMatchesPublishedVectors) {
+  using W = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32(0, 0, 0), (W{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32(~0ull, ~0ull, ~0ull), (W{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32(0x299f31d0a4093822ull, 0x0370734413198a2eull, 0x85a308d3243f6a88ull),
+            (W{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
 TEST(Tensor, SliceSharesStorage) {
   Tensor t = Tensor::zeros({4, 3}, DType::F32);
   Tensor s = t.slice(1, 3);

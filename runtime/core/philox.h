@@ -1,5 +1,5 @@
-// Philox-4x32-10 and the (0, 1) uniform mapping, compiled for both host and device so the CUDA
-// sampler draws exactly the numbers of runtime/core/rng.h (the tests compare the two).
+// Philox-4x32-10 (Salmon et al., SC'11) and the (0, 1) uniform mapping, compiled for both host
+// and device: the CPU backend, dummy weights and the CUDA sampler draw the very same numbers.
 #pragma once
 
 #include <cstdint>
@@ -10,13 +10,14 @@
 #define H2OFLEX_HOST_DEVICE
 #endif
 
-namespace h2oflex::cuda {
+namespace h2oflex {
 
 struct Philox4 {
   uint32_t w[4];
 };
 
-// Same word order and key schedule as h2oflex::philox4x32(key, counter_hi, counter_lo).
+// Counter words (lo low, lo high, hi low, hi high), key words (low, high): the layout of the
+// Random123 known-answer vectors, which the tests check.
 H2OFLEX_HOST_DEVICE inline Philox4 philox4x32_10(uint64_t key, uint64_t counter_hi,
                                                  uint64_t counter_lo) {
   uint32_t c0 = static_cast<uint32_t>(counter_lo), c1 = static_cast<uint32_t>(counter_lo >> 32);
@@ -39,9 +40,9 @@ H2OFLEX_HOST_DEVICE inline Philox4 philox4x32_10(uint64_t key, uint64_t counter_
   return Philox4{{c0, c1, c2, c3}};
 }
 
-// Uniform in (0, 1) from the top 24 bits of a word, as h2oflex::uniform_open01.
-H2OFLEX_HOST_DEVICE inline float uniform_open01_24(uint32_t x) {
+// Uniform in (0, 1) from the top 24 bits of a word (never exactly 0 or 1).
+H2OFLEX_HOST_DEVICE inline float uniform_open01(uint32_t x) {
   return (static_cast<float>(x >> 8) + 0.5f) * (1.0f / 16777216.0f);
 }
 
-}  // namespace h2oflex::cuda
+}  // namespace h2oflex
