@@ -306,13 +306,25 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   const double h = static_cast<double>(ref.hidden), s_p = o.prefill_len;
   const double weight_bytes =
       (4.0 * (h * h + h) + 2.0 * h * ref.ffn + ref.ffn + 5.0 * h) * dtype_size(wdt);
+  // Fixed cost per layer: a decode step of one sequence through a tiny layer (hidden 64, one
+  // head) is nothing but op dispatch, thread fork/join and temporaries.
+  {
+    OptConfig tiny = ref;
+    tiny.hidden = tiny.word_embed_dim = 64;
+    tiny.heads = 1;
+    tiny.ffn = 256;
+    const LayerModels tiny_models(tiny, wdt);
+    m.layer_overhead_s =
+        layer_times(tiny_models, ct, 1, o.prefill_len, o.decode_steps, o.repeats).decode_step;
+  }
+  const double overhead = m.layer_overhead_s;
   const LayerModels models(ref, wdt);
   {
     const LayerTimes t =
         layer_times(models, ct, o.prefill_batch, o.prefill_len, o.decode_steps, o.repeats);
     const double attn = o.prefill_batch * 4.0 * s_p * s_p * h / m.attn_prefill_flops;
     m.gemm_prefill_flops =
-        o.prefill_batch * s_p * gemm_tok / std::max(t.prefill - attn, 0.5 * t.prefill);
+        o.prefill_batch * s_p * gemm_tok / std::max(t.prefill - attn - overhead, 0.5 * t.prefill);
   }
   const double ctx = s_p + (o.decode_steps + 1) / 2.0;  // mean context of the timed steps
   {
@@ -320,12 +332,13 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
         layer_times(models, ct, o.decode_rows, o.prefill_len, o.decode_steps, o.repeats);
     const double attn = o.decode_rows * 4.0 * ctx * h / m.attn_decode_flops;
     m.gemm_decode_flops =
-        o.decode_rows * gemm_tok / std::max(t.decode_step - attn, 0.5 * t.decode_step);
+        o.decode_rows * gemm_tok / std::max(t.decode_step - attn - overhead, 0.5 * t.decode_step);
   }
   {
     const LayerTimes t = layer_times(models, ct, 1, o.prefill_len, o.decode_steps, o.repeats);
     const double attn = 4.0 * ctx * h / m.attn_decode_flops;
-    m.gemm_stream_bps = weight_bytes / std::max(t.decode_step - attn, 0.5 * t.decode_step);
+    m.gemm_stream_bps =
+        weight_bytes / std::max(t.decode_step - attn - overhead, 0.5 * t.decode_step);
   }
 
   policy::HardwareProfile& hw = m.profile;
@@ -346,6 +359,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   hw.mm_flops_g = m.gemm_decode_flops;
   hw.bmm_flops_p = m.attn_prefill_flops;
   hw.bmm_flops_g = hw.cpu_flops = m.attn_decode_flops;
+  hw.layer_overhead_s = m.layer_overhead_s;
   m.seconds = total.elapsed();
   return m;
 }
@@ -371,6 +385,11 @@ std::string profile_yaml(const ProfileMeasurements& m, const ProfileOptions& o) 
                 o.model.c_str(), m.compute_dtype.c_str(), o.prefill_batch, o.prefill_len,
                 gflops(m.gemm_prefill_flops).c_str(), o.decode_rows,
                 gflops(m.gemm_decode_flops).c_str(), gbps(m.gemm_stream_bps).c_str());
+  os << line;
+  std::snprintf(
+      line, sizeof line,
+      "#    less a fixed %.3g ms per layer (a tiny layer's decode step: layer_overhead_s)\n",
+      m.layer_overhead_s * 1e3);
   os << line;
   std::snprintf(line, sizeof line,
                 "#    (ops::linear alone on the same GEMMs: %s prefill, %s decode);\n",

@@ -16,7 +16,8 @@
 //    LayerNorms, residuals, activation conversions and per-op overheads run on the same cores
 //    as the GEMMs and scale with the same tokens, so they belong in the rate, as FlexGen's
 //    fitted constants include them; ops::linear alone on the same shapes is reported for
-//    comparison;
+//    comparison. The fixed cost of a layer (a tiny layer's decode step) -> layer_overhead_s,
+//    taken out of the rates above;
 //  - ops::attention_prefill over f32 q/k/v -> bmm_flops_p; ops::attention_decode over a bf16
 //    (or f32) cache -> bmm_flops_g and cpu_flops (the host is the same CPU);
 //  - memory sizes: MemTotal from /proc/meminfo split between the arena and host RAM, free disk
@@ -60,8 +61,9 @@ struct ProfileMeasurements {
   double gemm_prefill_flops = 0, gemm_decode_flops = 0, gemm_stream_bps = 0;  // layers
   double linear_prefill_flops = 0, linear_decode_flops = 0;                   // ops::linear alone
   double attn_prefill_flops = 0, attn_decode_flops = 0;
-  std::string compute_dtype;  // "bf16" or "f32"
-  double seconds = 0;         // wall time of the whole profile
+  double layer_overhead_s = 0;  // fixed seconds per layer and GPU batch
+  std::string compute_dtype;    // "bf16" or "f32"
+  double seconds = 0;           // wall time of the whole profile
 };
 
 // Runs every measurement. Throws InputError for bad options (naming the option).

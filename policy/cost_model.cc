@@ -183,7 +183,8 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double gemm =
         std::max(d.bls * d.s * gemm_tok / hw.mm_flops_p, d.ngb * d.wl / hw.device_mem_bdw);
     const double attn_work = 4 * d.s * d.s * d.h1 + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
-    t.comp = gemm + d.bls * attn_work / hw.bmm_flops_p;
+    // Fixed cost per layer and GPU batch (op dispatch, thread fork/join; 0 unless profiled).
+    t.comp = gemm + d.bls * attn_work / hw.bmm_flops_p + d.ngb * hw.layer_overhead_s;
   }
   // ---- decode, per layer ----
   const double ctx = decode_context(d, ctx_kind);
@@ -237,7 +238,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     } else {
       attn += attn_work * off_dev_cache / hw.bmm_flops_g;
     }
-    t.comp = gemm + attn;
+    t.comp = gemm + attn + d.ngb * hw.layer_overhead_s;
   }
   // ---- how the schedule combines the terms ----
   auto combine_prefill = [&](PhaseTerms& t) {

@@ -41,6 +41,7 @@ const Field kFields[] = {
     {"cpu_flops_c1", &HardwareProfile::cpu_flops_c1, 1.0, false},
     {"cpu_flops_c2", &HardwareProfile::cpu_flops_c2, 1.0, false},
     {"cpu_flops_c3", &HardwareProfile::cpu_flops_c3, 1.0, false},
+    {"layer_overhead_s", &HardwareProfile::layer_overhead_s, 1.0, false},
 };
 
 }  // namespace
@@ -54,14 +55,14 @@ double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
 
 HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string& source) {
   const std::string root = source + ":";
-  require_mapping(node, source, {"name",        "compute_device",   "device_mem",
-                                 "host_mem",    "disk_mem",         "usable_fraction",
-                                 "ctog_bdw",    "gtoc_bdw_cache",   "gtoc_bdw_hidden",
-                                 "dtoc_bdw",    "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
-                                 "ctod_bdw_g",  "device_mem_bdw",   "mm_flops_p",
-                                 "mm_flops_g",  "bmm_flops_p",      "bmm_flops_g",
-                                 "cpu_flops",   "cpu_flops_c1",     "cpu_flops_c2",
-                                 "cpu_flops_c3"});
+  require_mapping(node, source, {"name",         "compute_device",   "device_mem",
+                                 "host_mem",     "disk_mem",         "usable_fraction",
+                                 "ctog_bdw",     "gtoc_bdw_cache",   "gtoc_bdw_hidden",
+                                 "dtoc_bdw",     "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
+                                 "ctod_bdw_g",   "device_mem_bdw",   "mm_flops_p",
+                                 "mm_flops_g",   "bmm_flops_p",      "bmm_flops_g",
+                                 "cpu_flops",    "cpu_flops_c1",     "cpu_flops_c2",
+                                 "cpu_flops_c3", "layer_overhead_s"});
   auto path = [&](const char* key) { return root + " " + key; };
   auto need = [&](const char* key) {
     H2OFLEX_INPUT_CHECK(node[key], path(key), ": missing (hardware profiles list every constant)");
@@ -88,6 +89,8 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
       H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0, path(f.key), ": ", v, " must be > 0");
     } else {
       H2OFLEX_INPUT_CHECK(std::isfinite(v), path(f.key), ": ", v, " is not finite");
+      H2OFLEX_INPUT_CHECK(f.member != &HardwareProfile::layer_overhead_s || v >= 0, path(f.key),
+                          ": ", v, " must be >= 0");
     }
     hw.*(f.member) = v * f.unit;
   }

@@ -20,6 +20,9 @@
 //     cpu_flops                       attention on the host (delegated decode attention)
 //   optional: cpu_flops_c1, cpu_flops_c2, cpu_flops_c3 (FlexGen's fitted shape of the host
 //     attention rate in gpu_batch_size and hidden size; default 0)
+//   optional: layer_overhead_s        seconds of fixed cost per decoder layer and GPU batch on
+//     the compute device, whatever the size (kernel launches, thread fork/join, temporaries;
+//     default 0); `h2oflex profile` measures it on a CPU from a tiny layer
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,7 @@ struct HardwareProfile {
   // Rates in FLOP/s.
   double mm_flops_p = 0, mm_flops_g = 0, bmm_flops_p = 0, bmm_flops_g = 0, cpu_flops = 0;
   double cpu_flops_c1 = 0, cpu_flops_c2 = 0, cpu_flops_c3 = 0;
+  double layer_overhead_s = 0;  // seconds per decoder layer and GPU batch
 
   // Host attention rate for a GPU batch of `gbs` sequences of hidden size `h1`: FlexGen's fit,
   // cpu_flops * max(0.1, 1 + c1*a*b - c2*a - c3*b), a = log2(64/gbs)+, b = log2(4096/h1)+.

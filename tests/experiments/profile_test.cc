@@ -64,6 +64,7 @@ TEST(Profile, WritesAProfileThatLoadsWithPositiveRates) {
   EXPECT_EQ(hw.ctog_bdw, hw.gtoc_bdw_cache);
   EXPECT_EQ(hw.ctod_bdw_g, hw.ctod_bdw_cache_p);
   EXPECT_EQ(hw.bmm_flops_g, hw.cpu_flops);
+  EXPECT_GT(hw.layer_overhead_s, 0);
   // Nothing left behind but the profile.
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {

@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <string>
 
+#include <yaml-cpp/yaml.h>
+
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
+#include "runtime/core/error.h"
 
 namespace h2oflex::policy {
 namespace {
@@ -98,6 +101,32 @@ TEST(CpuHierarchy, DiskActivationsAreSynchronous) {
                   prefill_bytes / 2e9,
               1e-12);
   EXPECT_NEAR(e.decode.per_layer, e.decode.comp + decode_bytes / 1e9 + decode_bytes / 2e9, 1e-12);
+}
+
+}  // namespace
+}  // namespace h2oflex::policy
+
+namespace h2oflex::policy {
+namespace {
+
+TEST(CpuHierarchy, LayerOverheadIsPaidPerLayerAndGpuBatch) {
+  HardwareProfile hw = cpu_profile();
+  Policy p = make(4, 100, 0, 100, 0, 100, 0, false);
+  p.num_gpu_batches = 3;
+  const CostEstimate a = estimate_cost(opt1_3b(), hw, p, kWork);
+  hw.layer_overhead_s = 1e-3;
+  const CostEstimate b = estimate_cost(opt1_3b(), hw, p, kWork);
+  EXPECT_NEAR(b.prefill.comp - a.prefill.comp, 3e-3, 1e-12);
+  EXPECT_NEAR(b.decode.comp - a.decode.comp, 3e-3, 1e-12);
+  // 24 layers: prefill once, decode for each of the 7 steps after the first token.
+  EXPECT_NEAR(b.total_s - a.total_s, 24 * 3e-3 * (1 + 7), 1e-9);
+  // The key is optional, must not be negative, and round-trips.
+  const HardwareProfile back =
+      parse_hardware_profile(YAML::Load(hardware_profile_to_yaml(hw)), "x");
+  EXPECT_DOUBLE_EQ(back.layer_overhead_s, 1e-3);
+  YAML::Node n = YAML::Load(hardware_profile_to_yaml(hw));
+  n["layer_overhead_s"] = -1;
+  EXPECT_THROW(parse_hardware_profile(n, "x"), InputError);
 }
 
 }  // namespace
