@@ -128,6 +128,7 @@ class Pipeline {
   std::vector<bool> done_;
   PipelineResult result_;
   double compute_s_ = 0;
+  Stopwatch prefill_watch_;
 };
 
 Pipeline::Pipeline(const PipelineSpec& spec) : spec_(spec), cfg_(spec_.cfg), pol_(spec_.policy) {
@@ -623,6 +624,12 @@ void Pipeline::step(bool prefill, int decode_step) {
       }
     }
     if (!overlap && unit + 1 < units()) wnext = load_weights(unit + 1, phase);
+    if (prefill && spec_.progress) {
+      const double el = prefill_watch_.elapsed();
+      std::fprintf(stderr, "\rprefill layer %d/%d  %.1f s  ETA %.1f s   ", unit + 1, units(), el,
+                   el / (unit + 1) * (units() - unit - 1));
+      if (unit + 1 == units()) std::fprintf(stderr, "\n");
+    }
     wload = std::move(wnext);
   }
   for (auto& pending : kv_store_pending_) {
@@ -652,6 +659,7 @@ PipelineResult Pipeline::run() {
     b.cache_store = busy(QueueId::CacheStore) - s0;
   };
   Stopwatch watch;
+  prefill_watch_.reset();
   step(/*prefill=*/true, 0);
   result_.prefill_s = watch.elapsed();
   record_stage("prefill", 0, 0, 0, 0);
