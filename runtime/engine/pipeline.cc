@@ -56,6 +56,7 @@ class Pipeline {
 
   void plan_and_allocate();
   void place_weights();
+  void check_disk_room(const std::string& layout_dir) const;
   void allocate_kv_and_activations();
   std::vector<TensorHome> unit_tensors(int unit) const;
 
@@ -92,6 +93,7 @@ class Pipeline {
   std::unique_ptr<TransferEngine> xfer_;
   std::string disk_path_;
   std::unique_ptr<WeightLayout> layout_;
+  std::vector<bool> weight_verified_;  // per spec: checksum checked on a first read
   Plan plan_;
 
   std::vector<WeightSpec> specs_;
@@ -305,6 +307,25 @@ void Pipeline::plan_and_allocate() {
   logits_ = dev_tensor({gbs_, cfg_.vocab}, "logits");
 }
 
+// Refuses, before writing anything, a layout that the disk cannot hold (an existing layout of
+// the same size is reused, so it needs no new room).
+void Pipeline::check_disk_room(const std::string& layout_dir) const {
+  namespace fs = std::filesystem;
+  uint64_t needed = 0;
+  for (const auto& w : weight_home_) needed += round_up(w.bytes, 4096);
+  const fs::path data = fs::path(layout_dir) / WeightLayout::kDataFile;
+  std::error_code ec;
+  const uint64_t existing = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;
+  const uint64_t fresh = needed > existing ? needed - existing : 0;
+  const fs::space_info space = fs::space(disk_path_, ec);
+  if (!ec && fresh > space.available) {
+    throw InputError(detail::concat(
+        "the weights need ", needed / 1073741824.0, " GiB on disk (", fresh / 1073741824.0,
+        " GiB new) at ", disk_path_, " but only ", space.available / 1073741824.0,
+        " GiB are free: free some space or point hardware.disk_path elsewhere"));
+  }
+}
+
 void Pipeline::place_weights() {
   bool any_disk = false;
   for (const auto& w : weight_home_) any_disk = any_disk || w.home.kind == TierKind::Disk;
@@ -313,10 +334,12 @@ void Pipeline::place_weights() {
     // Disk-resident weights are read from the offload layout in place; memory-resident ones are
     // read from it once (faster than producing them again).
     H2OFLEX_CHECK(!spec_.weights_key.empty(), "pipeline: weights on disk need a weights_key");
-    layout_ = open_or_build_model_layout(model_layout_dir(disk_path_, spec_.weights_key, wdtype),
-                                         spec_.weights_key, cfg_, wdtype, spec_.producer,
+    const std::string dir = model_layout_dir(disk_path_, spec_.weights_key, wdtype);
+    check_disk_room(dir);
+    layout_ = open_or_build_model_layout(dir, spec_.weights_key, cfg_, wdtype, spec_.producer,
                                          spec_.partial_producer);
   }
+  weight_verified_.assign(specs_.size(), false);
   for (size_t i = 0; i < specs_.size(); ++i) {
     TensorHome& w = weight_home_[i];
     if (w.home.kind == TierKind::Disk) {
@@ -377,8 +400,17 @@ std::vector<TransferHandle> Pipeline::load_weights(int unit, const std::string& 
     const TensorHome& w = weight_home_[unit_specs_[unit][j]];
     if (w.home.kind != TierKind::Disk) continue;
     void* dst = static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j];
+    // The first read of each tensor checks its checksum (on the I/O thread, off the critical
+    // path); later reads of the same bytes skip it.
+    std::function<void()> verify;
+    const size_t spec_index = unit_specs_[unit][j];
+    if (!weight_verified_[spec_index]) {
+      weight_verified_[spec_index] = true;
+      const WeightRecord* record = &layout_->record(layout_->find(specs_[spec_index].name));
+      verify = [this, record, dst] { check_weight_checksum(*record, layout_->file().path(), dst); };
+    }
     handles.push_back(xfer_->copy(QueueId::WeightLoad, loc(w.home), loc_ptr(TierKind::Device, dst),
-                                  w.bytes, {phase, DataKind::Weight}));
+                                  w.bytes, {phase, DataKind::Weight}, std::move(verify)));
   }
   return handles;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "experiments/run_command.h"
@@ -132,6 +133,34 @@ TEST(PipelineInvariance, H2OEvictionRandomPolicies) {
   rule.heavy = 2;
   rule.recent = 3;
   expect_invariant(tiny_config(true), rule, 8, 8);
+}
+
+TEST(PipelineWeights, ACorruptedLayoutIsCaughtOnFirstRead) {
+  PipelineSpec spec;
+  spec.cfg = tiny_config(true);
+  spec.producer = dummy_weight_producer(4);
+  spec.weights_key = "tiny:corrupt-test";
+  spec.policy.gpu_batch_size = 2;
+  spec.policy.w_gpu = spec.policy.w_cpu = 0;  // every weight read from the layout on disk
+  spec.limits.disk_path = temp_dir();
+  spec.gen.gen_len = 3;
+  spec.prompts = prompts(2, 5);
+  const auto first = run_pipeline(spec);  // writes the layout
+  const std::string data =
+      model_layout_dir(spec.limits.disk_path, spec.weights_key, DType::F32) + "/weights.bin";
+  {
+    std::fstream f(data, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-4096 * 3, std::ios::end);  // inside one of the last tensors
+    const char bad = 0x55;
+    f.write(&bad, 1);
+  }
+  try {
+    run_pipeline(spec);
+    FAIL() << "a corrupted weight went unnoticed";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(first.tokens.size(), 2u);
 }
 
 TEST(PipelineInvariance, OverBudgetPolicyIsRefusedWithTheEstimate) {
