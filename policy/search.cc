@@ -151,13 +151,23 @@ class Searcher {
     if (!fits(p)) return false;
     ++evaluated_;
     const CostEstimate e = estimate_cost(m_, hw_, p, w_, opt_.decode_context);
-    if (e.total_tok_s > best_tp * (1 + 1e-9)) {
+    // Equal predicted throughput (e.g. link time hidden under compute): prefer the policy that
+    // moves less, which is the safer bet when the overlap is imperfect.
+    const bool tie = best_tp > 0 && std::fabs(e.total_tok_s - best_tp) <= 1e-9 * best_tp &&
+                     traffic(e) < traffic(best_e) * (1 - 1e-9);
+    if (e.total_tok_s > best_tp * (1 + opt_.min_gain) || tie) {
       best_tp = e.total_tok_s;
       best = p;
       best_e = e;
       return true;
     }
     return false;
+  }
+
+  // Seconds of link time per layer, both phases.
+  static double traffic(const CostEstimate& e) {
+    return e.prefill.ctog + e.prefill.gtoc + e.prefill.dtoc + e.prefill.ctod + e.decode.ctog +
+           e.decode.gtoc + e.decode.dtoc + e.decode.ctod;
   }
 
   const ModelShape& m_;
@@ -232,7 +242,7 @@ SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, c
       Policy p;
       CostEstimate e;
       const double tp = s.best_placement(gbs, ngb, p, e);
-      if (tp > best_tp) {
+      if (tp > best_tp * (1 + opt.min_gain)) {
         best_tp = tp;
         r.policy = p;
         r.estimate = e;

@@ -22,6 +22,10 @@ struct SearchOptions {
   int max_num_gpu_batches = 1 << 14;
   bool allow_disk = true;  // may weights/cache/activations use the disk tier
   DecodeContext decode_context = DecodeContext::Mean;
+  // A larger batch or another placement replaces the best one only when predicted faster by
+  // more than this fraction: where throughput has saturated (compute-bound), growing the block
+  // buys nothing but memory and latency.
+  double min_gain = 0.005;
 };
 
 struct SearchResult {
