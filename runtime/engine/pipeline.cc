@@ -12,6 +12,7 @@
 #include "offload/tiers/memory_tier.h"
 #include "offload/weights/placement.h"
 #include "runtime/core/timer.h"
+#include "runtime/engine/device_pinning.h"
 
 namespace h2oflex {
 
@@ -47,6 +48,9 @@ struct Plan {
 class Pipeline {
  public:
   explicit Pipeline(const PipelineSpec& spec);
+  ~Pipeline() {
+    if (device_pins_) host_->remove_pin_listener(device_pins_.get());
+  }
   PipelineResult run();
 
  private:
@@ -91,6 +95,7 @@ class Pipeline {
   std::unique_ptr<HostTier> host_;
   std::unique_ptr<DiskTier> disk_;
   std::unique_ptr<TransferEngine> xfer_;
+  std::unique_ptr<PinListener> device_pins_;
   std::string disk_path_;
   std::unique_ptr<WeightLayout> layout_;
   std::vector<bool> weight_verified_;  // per spec: checksum checked on a first read
@@ -282,6 +287,8 @@ void Pipeline::plan_and_allocate() {
   disk_path_ = disk_path;
   xfer_ = std::make_unique<TransferEngine>();
   xfer_->use_pinned_memory(*host_);
+  device_pins_ = make_device_pin_listener();  // GPU builds: pinned for DMA as well
+  if (device_pins_) host_->add_pin_listener(device_pins_.get());
 
   if (weight_ws_bytes_ > 0) {
     for (auto& w : weight_ws_) w = device_->allocate(weight_ws_bytes_, "weight workspace");
