@@ -6,13 +6,16 @@
 //  - memcpy between two large RAM buffers (one thread, as the transfer queues copy):
 //    ctog_bdw, gtoc_bdw_cache, gtoc_bdw_hidden;
 //  - sequential disk writes then reads of a fresh file through the offload io engine (io_uring,
-//    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw;
+//    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw; then
+//    batches of scattered block-sized writes (a decode step's KV write-back): disk_write_op_s;
 //  - whole OPT decoder layers of a reference model (default opt-1.3b) run by the in-RAM engine
 //    in the compute type a run would use (compute_dtype auto): the time of one layer is the
 //    difference between a 3-layer and a 1-layer model (embeddings, LM head and sampling cancel).
 //    Its GEMM FLOPs over that time, less the modeled attention, give the effective rates:
-//    prefill -> mm_flops_p, a decode step of `decode_rows` sequences -> mm_flops_g, a decode
-//    step of one sequence (streaming the layer's weights once) -> device_mem_bdw. On a CPU the
+//    prefill -> mm_flops_p, a decode step of each of `decode_rows` sequences ->
+//    mm_flops_g_by_batch (the rate grows with the batch on a CPU; mm_flops_g = the largest
+//    batch's), a decode step of one sequence (streaming the layer's weights once) ->
+//    device_mem_bdw. On a CPU the
 //    LayerNorms, residuals, activation conversions and per-op overheads run on the same cores
 //    as the GEMMs and scale with the same tokens, so they belong in the rate, as FlexGen's
 //    fitted constants include them; ops::linear alone on the same shapes is reported for
@@ -26,6 +29,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "policy/hardware.h"
 
@@ -41,15 +46,15 @@ struct ProfileOptions {
   // Shapes. The defaults are those of the local suite's largest model and its batches; tests
   // shrink them.
   uint64_t memcpy_bytes = 256ull << 20;
-  std::string model = "opt-1.3b";  // reference layer shape (an OPT name)
-  int prefill_batch = 16;          // sequences of the prefill measurement
-  int prefill_len = 64;            // their prompt tokens
-  int decode_rows = 16;            // sequences of the decode measurement (the GPU batch)
-  int decode_steps = 4;            // decode steps timed per run
-  int attn_batch = 8;              // sequences in the attention measurements
-  int attn_prefill_len = 128;      // prompt tokens of the prefill attention
-  int attn_decode_ctx = 512;       // cached tokens the decode attention reads
-  int repeats = 5;                 // timed repetitions per measurement (the median is kept)
+  std::string model = "opt-1.3b";              // reference layer shape (an OPT name)
+  int prefill_batch = 16;                      // sequences of the prefill measurement
+  int prefill_len = 64;                        // their prompt tokens
+  std::vector<int> decode_rows = {4, 16, 64};  // GPU batches of the decode measurements
+  int decode_steps = 4;                        // decode steps timed per run
+  int attn_batch = 8;                          // sequences in the attention measurements
+  int attn_prefill_len = 128;                  // prompt tokens of the prefill attention
+  int attn_decode_ctx = 512;                   // cached tokens the decode attention reads
+  int repeats = 5;  // timed repetitions per measurement (the median is kept)
 };
 
 // Everything `profile` measured, in the profile's units (bytes/s, FLOP/s), plus the raw figures
@@ -57,9 +62,11 @@ struct ProfileOptions {
 struct ProfileMeasurements {
   policy::HardwareProfile profile;
   double memcpy_bps = 0, disk_read_bps = 0, disk_write_bps = 0;
-  bool disk_direct = true;  // false: the file system refused O_DIRECT (figures include caching)
+  double disk_write_op_s = 0;  // per small scattered write, beyond its bytes
+  bool disk_direct = true;     // false: the file system refused O_DIRECT (figures include caching)
   double gemm_prefill_flops = 0, gemm_decode_flops = 0, gemm_stream_bps = 0;  // layers
-  double linear_prefill_flops = 0, linear_decode_flops = 0;                   // ops::linear alone
+  std::vector<std::pair<int, double>> gemm_decode_by_rows;   // (GPU batch, FLOP/s), ascending
+  double linear_prefill_flops = 0, linear_decode_flops = 0;  // ops::linear alone
   double attn_prefill_flops = 0, attn_decode_flops = 0;
   double layer_overhead_s = 0;  // fixed seconds per layer and GPU batch
   std::string compute_dtype;    // "bf16" or "f32"

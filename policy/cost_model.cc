@@ -153,6 +153,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   const bool cpu_hierarchy = hw.compute_device == ComputeDevice::Cpu;
   const double gemm_tok = model.layer_gemm_flops_per_token();
   const double off_dev_cache = d.cc + d.cn;  // share of the KV not resident on the device
+  const double mm_rate_g = hw.mm_flops_g_at(p.gpu_batch_size);
 
   CostEstimate e;
   // ---- prefill, per layer ----
@@ -205,8 +206,19 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       const double changed = d.bls * d.kv_tok;
       t.ctog = delegated ? 0 : slots * d.cc / hw.ctog_bdw;
       t.gtoc = delegated ? 0 : changed * d.cc / hw.gtoc_bdw_cache;
-      t.dtoc = slots * d.cn / hw.dtoc_bdw + d.wl * d.wn / hw.dtoc_bdw;
-      t.ctod = changed * d.cn / hw.ctod_bdw_g;
+      // The changed slots are one small record per (sequence, head) of K and of V, each its own
+      // direct-I/O write: their cost is per request (disk_write_op_s), not per byte.
+      const double kv_read = slots * d.cn / hw.dtoc_bdw;
+      const double kv_write =
+          changed * d.cn / hw.ctod_bdw_g + 2 * d.bls * d.nh * d.cn * hw.disk_write_op_s;
+      t.dtoc = kv_read + d.wl * d.wn / hw.dtoc_bdw;
+      t.ctod = kv_write;
+      // A disk-resident KV cache does not hide under compute here: a workspace buffer's write-
+      // back must finish before the next layer's KV is read into it, the attention needs that
+      // read, and the requests' submission and completion run on the same (two) cores as the
+      // GEMMs. Measured, such decode steps take the sum of the terms, not their maximum.
+      // Disk-resident weights have no such chain (prefetched a layer ahead) and stay overlapped.
+      t.unhidden = kv_read + kv_write;
     } else {
       t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
       t.gtoc = hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
@@ -226,9 +238,8 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     }
     // Decode GEMMs of a small GPU batch are bound by reading the weights from device memory,
     // which FlexGen's fit (made on large batches) leaves out; it is what limits OPT-6.7B at
-    // batch 2 on a T4.
-    const double gemm =
-        d.ngb * std::max(d.gbs * gemm_tok / hw.mm_flops_g, d.wl / hw.device_mem_bdw);
+    // batch 2 on a T4. The rate itself may depend on the GPU batch (a profiled CPU).
+    const double gemm = d.ngb * std::max(d.gbs * gemm_tok / mm_rate_g, d.wl / hw.device_mem_bdw);
     // Attention over `ctx` tokens: 4*ctx*h1 per sequence (q.K and p.V); a bounded cache adds
     // its score accumulation and one arg-min over the slots per head (2*nh*ctx, ~1/head_dim).
     const double attn_work = d.bls * (4 * ctx * d.h1 + (d.bounded ? 2 * d.nh * ctx : 0));
@@ -249,7 +260,9 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   };
   auto combine_decode = [&](PhaseTerms& t) {
     if (!p.overlap) return t.ctog + t.gtoc + t.dtoc + t.ctod + t.comp;
-    if (cpu_hierarchy) return t.ctog + t.gtoc + std::max({t.dtoc, t.ctod, t.comp});
+    if (cpu_hierarchy) {
+      return t.ctog + t.gtoc + t.unhidden + std::max({t.dtoc + t.ctod - t.unhidden, t.comp});
+    }
     return t.ctog + std::max({t.gtoc, t.dtoc, t.ctod, t.comp});  // FlexGen
   };
   auto name_bottleneck = [](PhaseTerms& t) {
@@ -279,7 +292,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
                               ? 2 * d.emb * d.wn / hw.dtoc_bdw
                               : d.emb * (d.wc + d.wn) / hw.ctog_bdw + d.emb * d.wn / hw.dtoc_bdw;
   const double head_p = d.bls * 2 * head_params / hw.mm_flops_p + emb_move;
-  const double head_g = d.ngb * std::max(d.gbs * 2 * head_params / hw.mm_flops_g,
+  const double head_g = d.ngb * std::max(d.gbs * 2 * head_params / mm_rate_g,
                                          head_params * model.weight_bytes / hw.device_mem_bdw) +
                         emb_move;
 

@@ -7,7 +7,8 @@
 //    every step and attention runs there;
 //  - the CPU-only hierarchy (HardwareProfile::compute_device == Cpu): the device is a RAM arena,
 //    host<->device copies are memcpy done by the same cores that compute (so they do not
-//    overlap with compute), disk I/O still overlaps;
+//    overlap with compute), disk I/O still overlaps except a disk-resident KV cache's in
+//    decode, and its small scattered write-backs cost per request;
 //  - the device-memory bound of small-batch decode GEMMs and the LM head (see cost_model.cc).
 // Throughputs follow FlexGen's definitions: prefill = bls*s / T_prefill, decode =
 // bls*(n-1) / T_decode, total ("generation throughput") = bls*n / (T_prefill + T_decode).
@@ -56,6 +57,7 @@ struct TierBytes {
 // Per-layer link and compute times of one phase, seconds (FlexGen's ctog/gtoc/dtoc/ctod/comp).
 struct PhaseTerms {
   double ctog = 0, gtoc = 0, dtoc = 0, ctod = 0, comp = 0;
+  double unhidden = 0;     // the part of dtoc + ctod that the schedule cannot overlap
   double per_layer = 0;    // the combination of the above that the schedule achieves
   std::string bottleneck;  // the largest term's name
 };

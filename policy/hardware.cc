@@ -42,9 +42,22 @@ const Field kFields[] = {
     {"cpu_flops_c2", &HardwareProfile::cpu_flops_c2, 1.0, false},
     {"cpu_flops_c3", &HardwareProfile::cpu_flops_c3, 1.0, false},
     {"layer_overhead_s", &HardwareProfile::layer_overhead_s, 1.0, false},
+    {"disk_write_op_s", &HardwareProfile::disk_write_op_s, 1.0, false},
 };
 
 }  // namespace
+
+double HardwareProfile::mm_flops_g_at(int gbs) const {
+  const auto& t = mm_flops_g_by_batch;
+  if (t.empty()) return mm_flops_g;
+  if (gbs <= t.front().first) return t.front().second;
+  if (gbs >= t.back().first) return t.back().second;
+  size_t i = 1;
+  while (t[i].first < gbs) ++i;
+  const double x0 = std::log2(t[i - 1].first), x1 = std::log2(t[i].first);
+  const double f = (std::log2(gbs) - x0) / (x1 - x0);
+  return t[i - 1].second + f * (t[i].second - t[i - 1].second);
+}
 
 double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
   const double a = std::max(0.0, std::log2(64.0 / std::max(gbs, 1)));
@@ -55,14 +68,15 @@ double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
 
 HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string& source) {
   const std::string root = source + ":";
-  require_mapping(node, source, {"name",         "compute_device",   "device_mem",
-                                 "host_mem",     "disk_mem",         "usable_fraction",
-                                 "ctog_bdw",     "gtoc_bdw_cache",   "gtoc_bdw_hidden",
-                                 "dtoc_bdw",     "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
-                                 "ctod_bdw_g",   "device_mem_bdw",   "mm_flops_p",
-                                 "mm_flops_g",   "bmm_flops_p",      "bmm_flops_g",
-                                 "cpu_flops",    "cpu_flops_c1",     "cpu_flops_c2",
-                                 "cpu_flops_c3", "layer_overhead_s"});
+  require_mapping(node, source, {"name",           "compute_device",   "device_mem",
+                                 "host_mem",       "disk_mem",         "usable_fraction",
+                                 "ctog_bdw",       "gtoc_bdw_cache",   "gtoc_bdw_hidden",
+                                 "dtoc_bdw",       "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
+                                 "ctod_bdw_g",     "device_mem_bdw",   "mm_flops_p",
+                                 "mm_flops_g",     "bmm_flops_p",      "bmm_flops_g",
+                                 "cpu_flops",      "cpu_flops_c1",     "cpu_flops_c2",
+                                 "cpu_flops_c3",   "layer_overhead_s", "mm_flops_g_by_batch",
+                                 "disk_write_op_s"});
   auto path = [&](const char* key) { return root + " " + key; };
   auto need = [&](const char* key) {
     H2OFLEX_INPUT_CHECK(node[key], path(key), ": missing (hardware profiles list every constant)");
@@ -89,10 +103,31 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
       H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0, path(f.key), ": ", v, " must be > 0");
     } else {
       H2OFLEX_INPUT_CHECK(std::isfinite(v), path(f.key), ": ", v, " is not finite");
-      H2OFLEX_INPUT_CHECK(f.member != &HardwareProfile::layer_overhead_s || v >= 0, path(f.key),
-                          ": ", v, " must be >= 0");
+      const bool non_negative = f.member == &HardwareProfile::layer_overhead_s ||
+                                f.member == &HardwareProfile::disk_write_op_s;
+      H2OFLEX_INPUT_CHECK(!non_negative || v >= 0, path(f.key), ": ", v, " must be >= 0");
     }
     hw.*(f.member) = v * f.unit;
+  }
+  if (const YAML::Node table = node["mm_flops_g_by_batch"]) {
+    const std::string where = path("mm_flops_g_by_batch");
+    H2OFLEX_INPUT_CHECK(table.IsMap() && table.size() > 0, where,
+                        ": expected a mapping of GPU batch size to TFLOP/s", line_of(table));
+    for (const auto& kv : table) {
+      const std::string key = kv.first.Scalar();
+      const int64_t gbs = read_int(kv.first, where + " key");
+      const double v = read_double(kv.second, key_path(where, key));
+      H2OFLEX_INPUT_CHECK(gbs >= 1 && gbs <= (1 << 20), where, ": batch size ", gbs,
+                          " is not in [1, 2^20]");
+      H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0, key_path(where, key), ": ", v, " must be > 0");
+      hw.mm_flops_g_by_batch.emplace_back(static_cast<int>(gbs), v * kTera);
+    }
+    auto& t = hw.mm_flops_g_by_batch;
+    std::sort(t.begin(), t.end());
+    for (size_t i = 1; i < t.size(); ++i) {
+      H2OFLEX_INPUT_CHECK(t[i].first != t[i - 1].first, where, ": batch size ", t[i].first,
+                          " appears twice");
+    }
   }
   return hw;
 }
@@ -120,6 +155,14 @@ std::string hardware_profile_to_yaml(const HardwareProfile& hw) {
   os << "usable_fraction: " << hw.usable_fraction << "\n";
   for (const Field& f : kFields) {
     os << f.key << ": " << hw.*(f.member) / f.unit << "\n";
+  }
+  if (!hw.mm_flops_g_by_batch.empty()) {
+    os << "mm_flops_g_by_batch: {";
+    for (size_t i = 0; i < hw.mm_flops_g_by_batch.size(); ++i) {
+      os << (i ? ", " : "") << hw.mm_flops_g_by_batch[i].first << ": "
+         << hw.mm_flops_g_by_batch[i].second / kTera;
+    }
+    os << "}\n";
   }
   return os.str();
 }

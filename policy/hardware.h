@@ -20,6 +20,12 @@
 //     cpu_flops                       attention on the host (delegated decode attention)
 //   optional: cpu_flops_c1, cpu_flops_c2, cpu_flops_c3 (FlexGen's fitted shape of the host
 //     attention rate in gpu_batch_size and hidden size; default 0)
+//   optional: mm_flops_g_by_batch: {4: 0.11, 16: 0.23, 64: 0.35}   decode GEMM rate (TFLOP/s)
+//     measured at several GPU batch sizes; between them the rate is interpolated in log2(batch),
+//     outside them it stays at the nearest measured one (default: mm_flops_g at every batch)
+//   optional: disk_write_op_s         seconds per small scattered write to the disk beyond its
+//     bytes (request submission, completion, device latency; default 0); a decode step writes
+//     one such record per (sequence, head) of a disk-resident KV cache
 //   optional: layer_overhead_s        seconds of fixed cost per decoder layer and GPU batch on
 //     the compute device, whatever the size (kernel launches, thread fork/join, temporaries;
 //     default 0); `h2oflex profile` measures it on a CPU from a tiny layer
@@ -27,6 +33,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace YAML {
 class Node;
@@ -50,6 +58,16 @@ struct HardwareProfile {
   double mm_flops_p = 0, mm_flops_g = 0, bmm_flops_p = 0, bmm_flops_g = 0, cpu_flops = 0;
   double cpu_flops_c1 = 0, cpu_flops_c2 = 0, cpu_flops_c3 = 0;
   double layer_overhead_s = 0;  // seconds per decoder layer and GPU batch
+  double disk_write_op_s = 0;   // seconds per small scattered disk write beyond its bytes
+  // Decode GEMM rate (FLOP/s) measured at these GPU batch sizes, ascending. FlexGen's one
+  // constant, fitted on a GPU at large batches, is right for a device that is saturated; a
+  // CPU's rate keeps growing with the batch well past where one constant would be measured
+  // (more rows per weight read amortize the streaming and the per-op fork/join), and with one
+  // constant the planner sees no gain in a larger batch. Empty: mm_flops_g everywhere.
+  std::vector<std::pair<int, double>> mm_flops_g_by_batch;
+
+  // Decode GEMM rate for a GPU batch of `gbs` sequences (see mm_flops_g_by_batch).
+  double mm_flops_g_at(int gbs) const;
 
   // Host attention rate for a GPU batch of `gbs` sequences of hidden size `h1`: FlexGen's fit,
   // cpu_flops * max(0.1, 1 + c1*a*b - c2*a - c3*b), a = log2(64/gbs)+, b = log2(4096/h1)+.

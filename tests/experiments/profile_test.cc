@@ -26,7 +26,7 @@ ProfileOptions small_options(const fs::path& dir) {
   o.model = "opt-125m";
   o.prefill_batch = 2;
   o.prefill_len = 8;
-  o.decode_rows = 2;
+  o.decode_rows = {1, 2};
   o.decode_steps = 2;
   o.attn_batch = 2;
   o.attn_prefill_len = 16;
@@ -94,6 +94,14 @@ TEST(Profile, MeasurementsRoundTripThroughTheYaml) {
   EXPECT_NEAR(back.ctog_bdw, m.memcpy_bps, 1e-5 * m.memcpy_bps);
   EXPECT_NEAR(back.bmm_flops_p, m.attn_prefill_flops, 1e-5 * m.attn_prefill_flops);
   EXPECT_EQ(back.device_mem, m.profile.device_mem);
+  // One decode rate per measured batch, the largest also as mm_flops_g.
+  ASSERT_EQ(back.mm_flops_g_by_batch.size(), 2u);
+  EXPECT_EQ(back.mm_flops_g_by_batch[0].first, 1);
+  EXPECT_EQ(back.mm_flops_g_by_batch[1].first, 2);
+  EXPECT_NEAR(back.mm_flops_g_by_batch[1].second, back.mm_flops_g, 1e-5 * back.mm_flops_g);
+  EXPECT_GE(back.mm_flops_g_by_batch[1].second, back.mm_flops_g_by_batch[0].second);
+  EXPECT_NEAR(back.disk_write_op_s, m.disk_write_op_s, 1e-5 * m.disk_write_op_s + 1e-12);
+  EXPECT_GE(back.disk_write_op_s, 0);
   fs::remove_all(dir);
 }
 

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include <yaml-cpp/yaml.h>
 
@@ -77,17 +79,57 @@ TEST(CpuHierarchy, HostCacheWithoutDelegationCopiesWholeSlotArrays) {
   EXPECT_NEAR(e.decode.per_layer, e.decode.ctog + e.decode.gtoc + e.decode.comp, 1e-15);
 }
 
-TEST(CpuHierarchy, DiskCacheAndWeightsAreReadWholeAndOverlapCompute) {
-  const HardwareProfile hw = cpu_profile();
+TEST(CpuHierarchy, DiskCacheIsReadWholeAndDoesNotOverlapComputeButDiskWeightsDo) {
+  HardwareProfile hw = cpu_profile();
+  hw.disk_write_op_s = 10e-6;
   const ModelShape m = opt1_3b();
   const CostEstimate e = estimate_cost(m, hw, make(8, 50, 0, 0, 0, 100, 0, true), kWork);
   const double slots_bytes = 8 * 40 * 2 * 2 * kH;
   const double layer_bytes = 2 * (4 * (kH * kH + kH) + 2 * kH * 8192 + 8192 + 5 * kH);
+  // The write-back: one small request per (sequence, head) of K and of V = 8 * 32 * 2.
+  const double kv_write = 8 * 2 * 2 * kH / 2e9 + 8 * 32 * 2 * 10e-6;
   EXPECT_NEAR(e.decode.dtoc, (slots_bytes + 0.5 * layer_bytes) / 1e9, 1e-12);
-  EXPECT_NEAR(e.decode.ctod, 8 * 2 * 2 * kH / 2e9, 1e-15);
+  EXPECT_NEAR(e.decode.ctod, kv_write, 1e-15);
   EXPECT_NEAR(e.prefill.ctod, slots_bytes / 2e9, 1e-15);
   EXPECT_NEAR(e.prefill.dtoc, 0.5 * layer_bytes / 1e9, 1e-12);
-  EXPECT_NEAR(e.decode.per_layer, std::max({e.decode.dtoc, e.decode.ctod, e.decode.comp}), 1e-15);
+  // The KV traffic adds to the step; the weights' read overlaps with compute.
+  EXPECT_NEAR(e.decode.per_layer,
+              slots_bytes / 1e9 + kv_write + std::max(0.5 * layer_bytes / 1e9, e.decode.comp),
+              1e-12);
+  // Prefill keeps the overlap (its KV is written once, whole).
+  EXPECT_NEAR(e.prefill.per_layer, std::max({e.prefill.dtoc, e.prefill.ctod, e.prefill.comp}),
+              1e-12);
+}
+
+TEST(CpuHierarchy, WeightsOnDiskWithTheCacheInRamOverlapCompute) {
+  const HardwareProfile hw = cpu_profile();
+  const CostEstimate e = estimate_cost(opt1_3b(), hw, make(8, 0, 0, 0, 100, 100, 0, true), kWork);
+  const double layer_bytes = 2 * (4 * (kH * kH + kH) + 2 * kH * 8192 + 8192 + 5 * kH);
+  EXPECT_NEAR(e.decode.dtoc, layer_bytes / 1e9, 1e-12);
+  EXPECT_EQ(e.decode.unhidden, 0);
+  EXPECT_NEAR(e.decode.per_layer, std::max(e.decode.dtoc, e.decode.comp), 1e-15);
+}
+
+TEST(CpuHierarchy, DecodeGemmRateFollowsTheBatchTable) {
+  HardwareProfile hw = cpu_profile();
+  hw.device_mem_bdw = 1e15;  // keep the weight-streaming bound out of the way
+  hw.mm_flops_g_by_batch = {{4, 100e9}, {16, 200e9}, {64, 300e9}};
+  const ModelShape m = opt1_3b();
+  const double gemm_tok = 2 * (4 * kH * kH + 2 * kH * 8192);
+  for (auto [gbs, rate] : std::initializer_list<std::pair<int, double>>{{2, 100e9},
+                                                                        {4, 100e9},
+                                                                        {8, 150e9},
+                                                                        {16, 200e9},
+                                                                        {32, 250e9},
+                                                                        {64, 300e9},
+                                                                        {256, 300e9}}) {
+    const CostEstimate e = estimate_cost(m, hw, make(gbs, 100, 0, 100, 0, 100, 0, false), kWork);
+    const double attn = e.decode.comp - gbs * gemm_tok / rate;
+    // What is left after the GEMMs is attention: positive and linear in the batch.
+    const CostEstimate one = estimate_cost(m, hw, make(1, 100, 0, 100, 0, 100, 0, false), kWork);
+    const double attn1 = one.decode.comp - gemm_tok / 100e9;
+    EXPECT_NEAR(attn, gbs * attn1, 1e-9 * gbs) << "gbs " << gbs;
+  }
 }
 
 TEST(CpuHierarchy, DiskActivationsAreSynchronous) {
@@ -126,6 +168,38 @@ TEST(CpuHierarchy, LayerOverheadIsPaidPerLayerAndGpuBatch) {
   EXPECT_DOUBLE_EQ(back.layer_overhead_s, 1e-3);
   YAML::Node n = YAML::Load(hardware_profile_to_yaml(hw));
   n["layer_overhead_s"] = -1;
+  EXPECT_THROW(parse_hardware_profile(n, "x"), InputError);
+}
+
+TEST(CpuHierarchy, BatchTableAndWriteOpCostRoundTripAndAreChecked) {
+  HardwareProfile hw = cpu_profile();
+  hw.disk_write_op_s = 5e-6;
+  hw.mm_flops_g_by_batch = {{4, 0.1e12}, {64, 0.3e12}};
+  const HardwareProfile back =
+      parse_hardware_profile(YAML::Load(hardware_profile_to_yaml(hw)), "x");
+  EXPECT_DOUBLE_EQ(back.disk_write_op_s, 5e-6);
+  ASSERT_EQ(back.mm_flops_g_by_batch.size(), 2u);
+  EXPECT_EQ(back.mm_flops_g_by_batch[1].first, 64);
+  EXPECT_NEAR(back.mm_flops_g_by_batch[1].second, 0.3e12, 1);
+  // Halfway in log2(batch) between 4 and 64 is 16: halfway between the rates.
+  EXPECT_NEAR(back.mm_flops_g_at(16), 0.2e12, 1);
+  EXPECT_DOUBLE_EQ(cpu_profile().mm_flops_g_at(16), 200e9);  // no table: the constant
+  // Written unordered in YAML, read sorted.
+  YAML::Node n = YAML::Load(hardware_profile_to_yaml(hw));
+  n["mm_flops_g_by_batch"] = YAML::Load("{64: 0.3, 8: 0.15}");
+  EXPECT_EQ(parse_hardware_profile(n, "x").mm_flops_g_by_batch.front().first, 8);
+  for (const char* bad : {"{0: 0.1}", "{4: -0.1}", "{4: x}", "[1, 2]", "{}"}) {
+    n["mm_flops_g_by_batch"] = YAML::Load(bad);
+    try {
+      parse_hardware_profile(n, "hw.yaml");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("hw.yaml: mm_flops_g_by_batch"), std::string::npos)
+          << e.what();
+    }
+  }
+  n = YAML::Load(hardware_profile_to_yaml(hw));
+  n["disk_write_op_s"] = -1e-6;
   EXPECT_THROW(parse_hardware_profile(n, "x"), InputError);
 }
 
