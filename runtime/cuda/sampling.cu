@@ -9,9 +9,9 @@
 
 #include <climits>
 
+#include "runtime/core/philox.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
-#include "runtime/core/philox.h"
 #include "runtime/cuda/philox_device.h"
 #include "runtime/cuda/scratch.h"
 #include "runtime/cuda/streams.h"
