@@ -91,7 +91,7 @@ TransferHandle TransferEngine::copy(QueueId queue, const Location& src, const Lo
   {
     std::lock_guard lock(q.mutex);
     H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
-    q.tasks.push_back(Task{src, dst, bytes, std::move(tag), std::move(then), handle.state_});
+    q.tasks.push_back(Task{src, dst, bytes, std::move(tag), std::move(then), handle.state_, {}});
     ++q.submitted;
   }
   q.cv.notify_one();

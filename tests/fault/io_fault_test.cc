@@ -167,7 +167,7 @@ TEST(IoFaults, FailedMaterializeFreesEverything) {
   TempDir dir;
   std::vector<TensorSpec> specs;
   for (int i = 0; i < 6; ++i)
-    specs.push_back({"w" + std::to_string(i), {256, 256}, DType::F32, 256 * 256 * 4});
+    specs.push_back({detail::concat("w", i), {256, 256}, DType::F32, 256 * 256 * 4});
   auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
     std::memset(out.data(), 0x5a, out.size());
   };

@@ -182,7 +182,9 @@ struct Engine {
     const int cap = p.heavy + p.recent;
     for (int j = 0; j < cap; ++j) {
       const int pos = slots.pos.data<int32_t>()[(b * p.heads + h) * cap + j];
-      if (pos >= 0) EXPECT_TRUE(s.insert(pos).second) << "position " << pos << " stored twice";
+      if (pos >= 0) {
+        EXPECT_TRUE(s.insert(pos).second) << "position " << pos << " stored twice";
+      }
     }
     return s;
   }
