@@ -387,7 +387,6 @@ void Pipeline::allocate_kv_and_activations() {
     kv.score = Tensor::wrap(mt.allocate(meta_elems * 4, "KV scores"), meta, DType::F32);
     std::fill_n(kv.pos.data<int32_t>(), meta_elems, -1);
     std::fill_n(kv.score.data<float>(), meta_elems, 0.0f);
-    result_.kv_bytes_per_tier[static_cast<int>(kv.kind)] += 2 * kv_bytes_;
   }
   for (auto& a : act_) {
     if (a.kind == TierKind::Disk) {

@@ -49,7 +49,6 @@ struct PipelineResult {
   std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
   std::vector<TransferRecord> bytes_moved;
   std::map<std::string, StageBusy> stage_busy_s;  // "prefill", "decode"
-  uint64_t kv_bytes_per_tier[3] = {0, 0, 0};      // KV home bytes on device, host, disk
   KeptSets kept;  // when spec.gen.capture_kept: the same order as the in-RAM path
 };
 
