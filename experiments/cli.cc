@@ -13,7 +13,7 @@
 #include "experiments/plan_command.h"
 #include "experiments/profile_command.h"
 #include "experiments/run_command.h"
-#include "offload/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

@@ -13,14 +13,12 @@
 
 #include "experiments/plan_command.h"
 #include "experiments/run_config.h"
-#include "policy/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
 
 namespace {
-
-using policy::format_bytes;
 
 std::string fmt(double v, int digits = 3) {
   char buf[64];

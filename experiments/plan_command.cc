@@ -5,12 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "models/opt/opt_config.h"
-#include "policy/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
-
-using policy::format_bytes;
 
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
                                    double act_bytes) {

@@ -19,7 +19,7 @@
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
-#include "policy/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/tensor.h"
@@ -310,7 +310,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
 
   std::fprintf(stderr, "profile: memcpy ...\n");
   m.memcpy_bps = measure_memcpy(o.memcpy_bytes, o.repeats);
-  std::fprintf(stderr, "profile: disk (%s in %s) ...\n", policy::format_bytes(o.disk_bytes).c_str(),
+  std::fprintf(stderr, "profile: disk (%s in %s) ...\n", format_bytes(o.disk_bytes).c_str(),
                o.disk_path.c_str());
   const DiskRates disk = measure_disk(o.disk_path, o.disk_bytes);
   m.disk_read_bps = disk.read_bps;
@@ -410,12 +410,12 @@ std::string profile_yaml(const ProfileMeasurements& m, const ProfileOptions& o) 
      << "# ctog/gtoc are memcpy, dtoc/ctod the disk). Measured, median of " << o.repeats
      << " runs:\n";
   std::snprintf(line, sizeof line, "#  - memcpy %s (%s buffers, one thread);\n",
-                gbps(m.memcpy_bps).c_str(), policy::format_bytes(o.memcpy_bytes).c_str());
+                gbps(m.memcpy_bps).c_str(), format_bytes(o.memcpy_bytes).c_str());
   os << line;
-  std::snprintf(
-      line, sizeof line, "#  - disk read %s, write %s (io engine, %s file%s, sequential);\n",
-      gbps(m.disk_read_bps).c_str(), gbps(m.disk_write_bps).c_str(),
-      policy::format_bytes(o.disk_bytes).c_str(), m.disk_direct ? ", O_DIRECT" : ", buffered");
+  std::snprintf(line, sizeof line,
+                "#  - disk read %s, write %s (io engine, %s file%s, sequential);\n",
+                gbps(m.disk_read_bps).c_str(), gbps(m.disk_write_bps).c_str(),
+                format_bytes(o.disk_bytes).c_str(), m.disk_direct ? ", O_DIRECT" : ", buffered");
   os << line;
   std::snprintf(line, sizeof line,
                 "#    scattered block writes, 256 per call: %.3g us each beyond their bytes "

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "policy/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::policy {

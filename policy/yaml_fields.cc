@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "policy/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::policy {

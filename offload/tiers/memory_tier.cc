@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "offload/byte_size.h"
+#include "runtime/core/byte_size.h"
 
 namespace h2oflex {
 

@@ -1,6 +1,6 @@
 #include "offload/tiers/tier.h"
 
-#include "offload/byte_size.h"
+#include "runtime/core/byte_size.h"
 
 namespace h2oflex {
 

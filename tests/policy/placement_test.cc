@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "policy/byte_size.h"
 #include "policy/placement.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::policy {
@@ -29,7 +29,7 @@ TEST(ByteSize, UnitsArePowersOf1000Or1024) {
   EXPECT_EQ(parse_byte_size(" 8 gib ", "x"), 8ull << 30);
   EXPECT_NE(error_of([] {
               parse_byte_size("16 parsecs", "hardware.host_mem");
-            }).find("hardware.host_mem: '16 parsecs' is not a byte size"),
+            }).find("hardware.host_mem: invalid byte size '16 parsecs'"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_byte_size("", "k"); }).find("k:"), std::string::npos);
   EXPECT_NE(error_of([] { parse_byte_size("1.5", "k"); }).find("fractional"), std::string::npos);

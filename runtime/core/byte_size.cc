@@ -1,4 +1,4 @@
-#include "offload/byte_size.h"
+#include "runtime/core/byte_size.h"
 
 #include <cctype>
 #include <cmath>
@@ -61,6 +61,7 @@ uint64_t parse_byte_size(std::string_view text) {
   const std::string unit = lower(text.substr(i, end - i));
   const uint64_t multiplier = unit_multiplier(unit);
   if (multiplier == 0) throw fail("unknown unit");
+  if (seen_dot && multiplier == 1) throw fail("a fractional number of bytes");
 
   if (!seen_dot) {
     uint64_t value = 0;
@@ -76,6 +77,27 @@ uint64_t parse_byte_size(std::string_view text) {
   if (value >= 18446744073709551615.0L) throw fail("too large");
   const long double rounded = std::floor(value + 0.5L);
   return static_cast<uint64_t>(rounded);
+}
+
+uint64_t parse_byte_size(std::string_view text, std::string_view what) {
+  try {
+    return parse_byte_size(text);
+  } catch (const InputError& e) {
+    throw InputError(detail::concat(what, ": ", e.what()));
+  }
+}
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* kNames[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int k = 0;
+  double v = bytes;
+  while (std::fabs(v) >= 1024.0 && k < 4) {
+    v /= 1024.0;
+    ++k;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), k == 0 ? "%.0f %s" : "%.2f %s", v, kNames[k]);
+  return buf;
 }
 
 std::string describe_bytes(uint64_t bytes) {

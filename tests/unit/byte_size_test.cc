@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "offload/byte_size.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
