@@ -103,6 +103,13 @@ int cli_main(int argc, char** argv) {
   prof_cmd->add_option("--name", prof.name, "profile name");
   prof_cmd->add_option("--compute-dtype", prof.compute_dtype, "auto | f32 | bf16");
   prof_cmd->add_option("--model", prof.model, "OPT model whose layer shape to measure");
+  prof_cmd
+      ->add_option("--decode-batches", prof.decode_rows,
+                   "GPU batch sizes of the decode-rate table, e.g. 4,16,64")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  prof_cmd->add_option("--repeats", prof.repeats, "timed repetitions per measurement (median)")
+      ->check(CLI::PositiveNumber);
 
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);
