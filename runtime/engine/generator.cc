@@ -1,9 +1,9 @@
 #include "runtime/engine/generator.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "runtime/core/timer.h"
+#include "runtime/engine/layer_step.h"
 
 namespace h2oflex {
 
@@ -78,10 +78,7 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
     opt_logits(cfg, w.embed, opt.compute, hidden, all);
     opt.on_logits(-1, all);
   }
-  Tensor last = Tensor::empty({b, H}, DType::F32);
-  for (int64_t i = 0; i < b; ++i) {
-    std::memcpy(last.data<float>() + i * H, hidden.data<float>() + ((i + 1) * s - 1) * H, H * 4);
-  }
+  Tensor last = last_positions(hidden, b, s);
   Tensor logits = Tensor::empty({b, cfg.vocab}, DType::F32);
   opt_logits(cfg, w.embed, opt.compute, last, logits);
   out.prefill_s = watch.elapsed();
@@ -91,10 +88,6 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> next;
   Tensor ids = Tensor::empty({b}, DType::I32), pos = Tensor::empty({b}, DType::I32);
-  Tensor q = Tensor::empty({b, H}, DType::F32), kn = Tensor::empty({b, H}, DType::F32);
-  Tensor vn = Tensor::empty({b, H}, DType::F32), attn = Tensor::empty({b, H}, DType::F32);
-  Tensor probs = Tensor::empty({b, heads, capacity}, DType::F32);
-  Tensor self_prob = Tensor::empty({b, heads}, DType::F32);
   for (int step = 0; step < opt.gen_len; ++step) {
     if (opt.on_logits) opt.on_logits(step, logits);
     choose_tokens(logits, opt, 0, step, next);
@@ -114,14 +107,7 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
     }
     opt_embed(cfg, w.embed, opt.compute, ids, pos, last);
     for (int64_t l = 0; l < cfg.layers; ++l) {
-      opt_attention_input(cfg, w.layers[l], opt.compute, last, q, kn, vn);
-      Tensor q3 = q.reshape({b, heads, d}), k3 = kn.reshape({b, heads, d});
-      Tensor v3 = vn.reshape({b, heads, d}), a3 = attn.reshape({b, heads, d});
-      ops::attention_decode(q3, cache[l].k, cache[l].v, cache[l].pos, k3, v3,
-                            opt_attention_scale(cfg), a3, scores ? &probs : nullptr,
-                            scores ? &self_prob : nullptr);
-      kv_decode_insert(opt.eviction, t, k3, v3, &probs, &self_prob, cache[l]);
-      opt_layer_finish(cfg, w.layers[l], opt.compute, last, attn);
+      decode_layer(cfg, w.layers[l], opt.compute, opt.eviction, t, last, cache[l]);
     }
     opt_logits(cfg, w.embed, opt.compute, last, logits);
   }

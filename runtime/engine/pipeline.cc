@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -13,6 +12,7 @@
 #include "offload/weights/placement.h"
 #include "runtime/core/timer.h"
 #include "runtime/engine/device_pinning.h"
+#include "runtime/engine/layer_step.h"
 
 namespace h2oflex {
 
@@ -569,12 +569,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
     }
   } else if (unit == units() - 1) {
     const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);
-    Tensor last = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
-    for (int64_t i = 0; i < gbs_; ++i) {
-      const int64_t row = prefill ? (i + 1) * s - 1 : i;
-      std::memcpy(last.data<float>() + i * cfg_.hidden, hidden.data<float>() + row * cfg_.hidden,
-                  cfg_.hidden * 4);
-    }
+    const Tensor last = last_positions(hidden, gbs_, prefill ? s : 1);
     opt_logits(cfg_, ew, ct, last, logits_);
     const int step = prefill ? 0 : decode_step + 1;
     std::vector<int32_t> ids;
@@ -601,21 +596,8 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
       store_cache(layer, batch, buf, nullptr, phase);
       watch.reset();
     } else {
-      Tensor q = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
-      Tensor kn = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
-      Tensor vn = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
-      Tensor attn = Tensor::empty({gbs_, cfg_.hidden}, DType::F32);
-      Tensor probs = Tensor::empty({gbs_, heads_, cap_}, DType::F32);
-      Tensor self_prob = Tensor::empty({gbs_, heads_}, DType::F32);
-      const bool scores = rule.uses_attention_scores();
-      opt_attention_input(cfg_, lw, ct, hidden, q, kn, vn);
-      Tensor q3 = q.reshape({gbs_, heads_, d_}), k3 = kn.reshape({gbs_, heads_, d_});
-      Tensor v3 = vn.reshape({gbs_, heads_, d_}), a3 = attn.reshape({gbs_, heads_, d_});
-      ops::attention_decode(q3, slots.k, slots.v, slots.pos, k3, v3, opt_attention_scale(cfg_), a3,
-                            scores ? &probs : nullptr, scores ? &self_prob : nullptr);
-      const ChangedSlots changed = kv_decode_insert(rule, static_cast<int32_t>(s + decode_step), k3,
-                                                    v3, &probs, &self_prob, slots);
-      opt_layer_finish(cfg_, lw, ct, hidden, attn);
+      const ChangedSlots changed =
+          decode_layer(cfg_, lw, ct, rule, static_cast<int32_t>(s + decode_step), hidden, slots);
       compute_s_ += watch.elapsed();
       store_cache(layer, batch, buf, &changed, phase);
       watch.reset();
