@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/scratch_dir.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -15,19 +17,11 @@ struct Outcome {
   std::string output;
 };
 
-class RunErrors : public ::testing::Test {
+class RunErrors : public h2oflex::testing_support::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("h2oflex-cli-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   fs::path write(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name) << text;
-    return dir_ / name;
+    std::ofstream(dir() / name) << text;
+    return dir() / name;
   }
 
   Outcome run(const std::string& args) {
@@ -43,15 +37,13 @@ class RunErrors : public ::testing::Test {
   // Runs a config that must be refused; checks exit code 2, the message, and no result file.
   void expect_refused(const std::string& config, const std::string& message) {
     const fs::path cfg = write("config.yaml", config);
-    const fs::path json = dir_ / "result.json";
+    const fs::path json = dir() / "result.json";
     const Outcome o = run("run " + cfg.string() + " --json " + json.string());
     EXPECT_EQ(o.exit_code, 2) << o.output;
     EXPECT_NE(o.output.find(message), std::string::npos) << "expected '" << message << "' in:\n"
                                                          << o.output;
     EXPECT_FALSE(fs::exists(json)) << "a result was written";
   }
-
-  fs::path dir_;
 };
 
 TEST_F(RunErrors, MalformedYaml) {
@@ -72,12 +64,12 @@ TEST_F(RunErrors, WrongTypeIsNamed) {
 }
 
 TEST_F(RunErrors, MissingModelDirectory) {
-  expect_refused("model: " + (dir_ / "no-such-model").string() + "\ndummy: false\n",
+  expect_refused("model: " + (dir() / "no-such-model").string() + "\ndummy: false\n",
                  "nor an existing directory");
 }
 
 TEST_F(RunErrors, TruncatedSafetensors) {
-  const fs::path model = dir_ / "model";
+  const fs::path model = dir() / "model";
   fs::create_directories(model);
   const fs::path src = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-preln";
   fs::copy_file(src / "config.json", model / "config.json");
@@ -88,7 +80,7 @@ TEST_F(RunErrors, TruncatedSafetensors) {
 }
 
 TEST_F(RunErrors, ShapeDisagreesWithConfig) {
-  const fs::path model = dir_ / "model";
+  const fs::path model = dir() / "model";
   fs::create_directories(model);
   const fs::path src = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-preln";
   fs::copy_file(src / "model.safetensors", model / "model.safetensors");
@@ -120,7 +112,7 @@ TEST_F(RunErrors, PercentagesThatDoNotSum) {
 TEST_F(RunErrors, GoodConfigWritesAResult) {
   const fs::path cfg =
       write("ok.yaml", "model: opt-125m\nprompt_len: 4\ngen_len: 2\nbatch_size: 1\n");
-  const fs::path json = dir_ / "ok.json";
+  const fs::path json = dir() / "ok.json";
   const Outcome o = run("run " + cfg.string() + " --json " + json.string());
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_TRUE(fs::exists(json));
@@ -131,7 +123,7 @@ TEST_F(RunErrors, ProjectedRunIsFlagged) {
   const fs::path cfg = write("p.yaml",
                              "model: opt-125m\nprompt_len: 4\ngen_len: 6\nprojected_steps: 2\n"
                              "policy: {gpu_batch_size: 2, num_gpu_batches: 1}\n");
-  const fs::path json = dir_ / "p.json";
+  const fs::path json = dir() / "p.json";
   const Outcome o = run("run " + cfg.string() + " --json " + json.string());
   EXPECT_EQ(o.exit_code, 0) << o.output;
   EXPECT_NE(o.output.find("projected: True"), std::string::npos) << o.output;

@@ -17,6 +17,8 @@
 #include "experiments/generate/generate_job.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 
+#include "tests/support/scratch_dir.h"
+
 namespace h2oflex::testing {
 
 namespace fs = std::filesystem;
@@ -56,22 +58,7 @@ inline std::vector<nlohmann::json> read_jsonl(const fs::path& file) {
   return out;
 }
 
-// A fresh directory under the system temp dir, removed when the test ends.
-class GenerateScratchTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("h2oflex_generate_" + std::to_string(::getpid()) + "_" +
-                                        info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-};
+using GenerateScratchTest = testing_support::ScratchDirTest;
 
 // Tokens a fake engine "generates" for a prompt: a pure function of the prompt's ids (never of
 // the block it is in), ids from the ordinary vocabulary, EOS after `eos_after` tokens when >= 0.

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/scratch_dir.h"
+
 namespace h2oflex::testing {
 
 namespace fs = std::filesystem;
@@ -28,22 +30,7 @@ inline nlohmann::json read_json(const fs::path& file) {
   return nlohmann::json::parse(in);
 }
 
-// A fresh directory under the system temp dir, removed when the test ends.
-class ScratchDirTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("h2oflex_loaders_" + std::to_string(::getpid()) + "_" +
-                                        info->test_suite_name() + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  const fs::path& dir() const { return dir_; }
-
- private:
-  fs::path dir_;
-};
+using ScratchDirTest = testing_support::ScratchDirTest;
 
 struct RawTensor {
   std::string name;

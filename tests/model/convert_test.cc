@@ -8,6 +8,7 @@
 #include "experiments/convert_command.h"
 #include "experiments/model_source.h"
 #include "runtime/engine/generator.h"
+#include "tests/support/scratch_dir.h"
 
 namespace h2oflex {
 namespace {
@@ -16,14 +17,9 @@ namespace fs = std::filesystem;
 
 const fs::path kFixture = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-postln";
 
-class Convert : public ::testing::Test {
+// The conversion writes into dir() itself (an existing, empty directory).
+class Convert : public testing_support::ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("h2oflex-convert-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::vector<std::vector<int32_t>> greedy(const std::string& model) {
     const ModelSource src = open_model_source(model, false, 0);
     const OptWeights w = load_opt_weights(src.config, DType::F32, src.producer);
@@ -32,19 +28,18 @@ class Convert : public ::testing::Test {
     g.stop_at_eos = false;
     return generate_in_ram(src.config, w, {{2, 10, 20, 30}, {2, 7}}, g).tokens;
   }
-  fs::path dir_;
 };
 
 TEST_F(Convert, ConvertedModelGeneratesWhatTheCheckpointGenerates) {
-  ASSERT_EQ(run_convert({kFixture.string(), dir_.string(), "f32"}), 0);
-  EXPECT_TRUE(fs::exists(dir_ / "weights.index.json"));
-  EXPECT_TRUE(fs::exists(dir_ / "config.json"));
-  EXPECT_EQ(greedy(dir_.string()), greedy(kFixture.string()));
+  ASSERT_EQ(run_convert({kFixture.string(), dir().string(), "f32"}), 0);
+  EXPECT_TRUE(fs::exists(dir() / "weights.index.json"));
+  EXPECT_TRUE(fs::exists(dir() / "config.json"));
+  EXPECT_EQ(greedy(dir().string()), greedy(kFixture.string()));
 }
 
 TEST_F(Convert, Bf16LayoutLoadsIntoF32Compute) {
-  ASSERT_EQ(run_convert({kFixture.string(), dir_.string(), "bf16"}), 0);
-  const ModelSource src = open_model_source(dir_.string(), false, 0);
+  ASSERT_EQ(run_convert({kFixture.string(), dir().string(), "bf16"}), 0);
+  const ModelSource src = open_model_source(dir().string(), false, 0);
   const OptWeights w = load_opt_weights(src.config, DType::F32, src.producer);
   const ModelSource ref = open_model_source(kFixture.string(), false, 0);
   const OptWeights rw = load_opt_weights(ref.config, DType::F32, ref.producer);
@@ -56,9 +51,9 @@ TEST_F(Convert, Bf16LayoutLoadsIntoF32Compute) {
 }
 
 TEST_F(Convert, CorruptedTensorIsDetectedOnLoad) {
-  ASSERT_EQ(run_convert({kFixture.string(), dir_.string(), "f32"}), 0);
+  ASSERT_EQ(run_convert({kFixture.string(), dir().string(), "f32"}), 0);
   {
-    std::fstream f(dir_ / "weights.bin", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(dir() / "weights.bin", std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(4096 + 17);  // inside a tensor past the first record's start
     char c = 0;
     f.read(&c, 1);
@@ -67,7 +62,7 @@ TEST_F(Convert, CorruptedTensorIsDetectedOnLoad) {
     f.write(&c, 1);
   }
   try {
-    greedy(dir_.string());
+    greedy(dir().string());
     FAIL() << "a flipped byte went unnoticed";
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
@@ -75,10 +70,10 @@ TEST_F(Convert, CorruptedTensorIsDetectedOnLoad) {
 }
 
 TEST_F(Convert, MissingCheckpointFailsBeforeWriting) {
-  EXPECT_THROW(run_convert({(dir_ / "nope").string(), (dir_ / "out").string(), "bf16"}),
+  EXPECT_THROW(run_convert({(dir() / "nope").string(), (dir() / "out").string(), "bf16"}),
                InputError);
-  EXPECT_FALSE(fs::exists(dir_ / "out"));
-  EXPECT_THROW(run_convert({kFixture.string(), dir_.string(), "int8"}), InputError);
+  EXPECT_FALSE(fs::exists(dir() / "out"));
+  EXPECT_THROW(run_convert({kFixture.string(), dir().string(), "int8"}), InputError);
 }
 
 }  // namespace
