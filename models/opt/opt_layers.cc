@@ -2,21 +2,18 @@
 
 #include <cmath>
 
+#include "runtime/ops/scratch.h"
+
 namespace h2oflex {
 
 namespace {
 
-// Reusable per-thread activation buffers: one slot per purpose, grown on demand, so the hot loop
-// does not fault in fresh pages for every layer.
-Tensor scratch(int slot, Shape shape) {
-  thread_local std::vector<Tensor> slots(8);
-  Tensor& t = slots.at(static_cast<size_t>(slot));
-  const int64_t need = shape_numel(shape);
-  if (!t.defined() || t.numel() < need) t = Tensor::empty({need}, DType::F32);
-  return t.slice(0, need).reshape(std::move(shape));
+// f32 activations in this thread's reusable buffer for `purpose`, on the device of `like`.
+Tensor scratch(ops::Scratch purpose, Shape shape, const Tensor& like) {
+  return ops::scratch(purpose, std::move(shape), DType::F32, like.device());
 }
 
-enum Slot { kNormed = 0, kProj, kFfn, kEmbed, kQ, kK, kV, kAttn };
+using ops::Scratch;
 
 }  // namespace
 
@@ -28,7 +25,7 @@ void opt_embed(const OptConfig& cfg, const OptEmbeddingWeights& w, ops::ComputeT
                const Tensor& ids, const Tensor& positions, Tensor& hidden) {
   const int64_t rows = ids.numel();
   if (cfg.has_projections()) {
-    Tensor words = scratch(kEmbed, {rows, cfg.word_embed_dim});
+    Tensor words = scratch(Scratch::Embed, {rows, cfg.word_embed_dim}, hidden);
     ops::embed_tokens(ids, w.tokens, words);
     ops::linear(words, w.project_in, nullptr, hidden, ct);
   } else {
@@ -42,11 +39,11 @@ void opt_logits(const OptConfig& cfg, const OptEmbeddingWeights& w, ops::Compute
   const int64_t rows = hidden.dim(0);
   Tensor x = hidden;
   if (cfg.pre_layer_norm) {
-    x = scratch(kNormed, {rows, cfg.hidden});
+    x = scratch(Scratch::Normed, {rows, cfg.hidden}, hidden);
     ops::layer_norm(hidden, w.final_ln_w, w.final_ln_b, cfg.layer_norm_eps, x);
   }
   if (cfg.has_projections()) {
-    Tensor words = scratch(kEmbed, {rows, cfg.word_embed_dim});
+    Tensor words = scratch(Scratch::Embed, {rows, cfg.word_embed_dim}, hidden);
     ops::linear(x, w.project_out, nullptr, words, ct);
     x = words;
   }
@@ -57,7 +54,7 @@ void opt_attention_input(const OptConfig& cfg, const OptLayerWeights& w, ops::Co
                          const Tensor& hidden, Tensor& q, Tensor& k, Tensor& v) {
   Tensor x = hidden;
   if (cfg.pre_layer_norm) {
-    x = scratch(kNormed, hidden.shape());
+    x = scratch(Scratch::Normed, hidden.shape(), hidden);
     ops::layer_norm(hidden, w.attn_ln_w, w.attn_ln_b, cfg.layer_norm_eps, x);
   }
   ops::linear(x, w.q_w, &w.q_b, q, ct);
@@ -68,7 +65,7 @@ void opt_attention_input(const OptConfig& cfg, const OptLayerWeights& w, ops::Co
 void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
                       Tensor& hidden, const Tensor& attn) {
   const int64_t rows = hidden.dim(0);
-  Tensor proj = scratch(kProj, {rows, cfg.hidden});
+  Tensor proj = scratch(Scratch::Projection, {rows, cfg.hidden}, hidden);
   ops::linear(attn, w.o_w, &w.o_b, proj, ct);
   ops::add_inplace(hidden, proj);
   if (!cfg.pre_layer_norm) {
@@ -76,10 +73,10 @@ void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::Compu
   }
   Tensor x = hidden;
   if (cfg.pre_layer_norm) {
-    x = scratch(kNormed, {rows, cfg.hidden});
+    x = scratch(Scratch::Normed, {rows, cfg.hidden}, hidden);
     ops::layer_norm(hidden, w.ffn_ln_w, w.ffn_ln_b, cfg.layer_norm_eps, x);
   }
-  Tensor ffn = scratch(kFfn, {rows, cfg.ffn});
+  Tensor ffn = scratch(Scratch::Ffn, {rows, cfg.ffn}, hidden);
   ops::linear(x, w.fc1_w, &w.fc1_b, ffn, ct, /*relu=*/true);
   ops::linear(ffn, w.fc2_w, &w.fc2_b, proj, ct);
   ops::add_inplace(hidden, proj);
@@ -92,11 +89,11 @@ void opt_layer_prefill(const OptConfig& cfg, const OptLayerWeights& w, ops::Comp
                        Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
                        Tensor& k, Tensor& v, Tensor* colsum) {
   const int64_t rows = batch * seq, heads = cfg.heads, d = cfg.head_dim();
-  Tensor q = scratch(kQ, {rows, cfg.hidden});
+  Tensor q = scratch(Scratch::PrefillQ, {rows, cfg.hidden}, hidden);
   Tensor k2 = k.reshape({rows, cfg.hidden});
   Tensor v2 = v.reshape({rows, cfg.hidden});
   opt_attention_input(cfg, w, ct, hidden, q, k2, v2);
-  Tensor attn = scratch(kAttn, {batch, seq, heads, d});
+  Tensor attn = scratch(Scratch::PrefillAttn, {batch, seq, heads, d}, hidden);
   ops::attention_prefill(q.reshape({batch, seq, heads, d}), k, v, pad, opt_attention_scale(cfg),
                          attn, colsum);
   opt_layer_finish(cfg, w, ct, hidden, attn.reshape({rows, cfg.hidden}));

@@ -40,4 +40,16 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+void copy(const Tensor& src, Tensor& dst);
+
+void fill(Tensor& t, float value);
+
+void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
+                        const Tensor* keep_score, bool compact, Tensor& k_slots, Tensor& v_slots,
+                        Tensor& slot_pos, Tensor& slot_score);
+
+void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, int32_t position,
+               const Tensor* new_score, float fixed_score, Tensor& k_slots, Tensor& v_slots,
+               Tensor& slot_pos, Tensor& slot_score, Tensor& changed);
+
 }  // namespace h2oflex::cpu

@@ -16,8 +16,9 @@ struct KvSlots {
   Tensor pos;    // [b, heads, cap] i32: padded position of the token in the slot, -1 if empty
   Tensor score;  // [b, heads, cap] f32: eviction score (h2o: accumulated attention)
 
+  // Empty slots (positions -1, scores 0) on `device`.
   static KvSlots allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
-                          DType dtype);
+                          DType dtype, Device device = Device::CPU);
   int64_t batch() const { return k.dim(0); }
   int64_t heads() const { return k.dim(1); }
   int64_t capacity() const { return k.dim(2); }
@@ -29,7 +30,8 @@ struct KvSlots {
 using ChangedSlots = std::vector<int32_t>;  // [b * heads]
 
 // Fills `slots` from a prompt: k, v [b, s, heads, d] f32, colsum [b, heads, s] (h2o only; may be
-// null otherwise), pad per sequence. Padding is never stored.
+// null otherwise), pad per sequence. Padding is never stored. The inputs may be on another
+// device than the slots (they are copied over).
 void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
                 const std::vector<int32_t>& pad, KvSlots& slots);
 
@@ -42,8 +44,5 @@ ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const 
 
 // The positions each (sequence, head) holds, sorted: [b * heads][...]. For tests and reports.
 std::vector<std::vector<int32_t>> kept_positions(const Tensor& slot_pos);
-
-// Copies one vector into slot storage, converting from f32.
-void store_vector(const float* src, Tensor& dst, size_t element_offset, int64_t n);
 
 }  // namespace h2oflex

@@ -4,6 +4,7 @@
 #include "runtime/cpu/cpu_ops.h"
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/device_memory.h"
 #endif
 
 namespace h2oflex::ops {
@@ -179,6 +180,128 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
   H2OFLEX_CHECK(static_cast<int64_t>(protect_from.size()) == scores.dim(0),
                 "evict_lowest_score: protect_from");
   H2OFLEX_DISPATCH(scores, evict_lowest_score, scores, slot_pos, protect_from, victim);
+}
+
+Tensor empty(Shape shape, DType dtype, Device device) {
+  if (device == Device::CPU) return Tensor::empty(std::move(shape), dtype);
+#ifdef H2OFLEX_WITH_CUDA
+  return cuda::device_empty(std::move(shape), dtype);
+#else
+  throw InternalError("a CUDA tensor was requested from a build without CUDA");
+#endif
+}
+
+Tensor on_device(const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  Tensor out = empty(t.shape(), t.dtype(), device);
+  copy(t, out);
+  return out;
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  H2OFLEX_CHECK(src.nbytes() == dst.nbytes(), "copy: ", src.nbytes(), " bytes into ", dst.nbytes());
+  if (!on_cuda(src) && !on_cuda(dst)) {
+    cpu::copy(src, dst);
+    return;
+  }
+#ifdef H2OFLEX_WITH_CUDA
+  cuda::copy(src, dst);
+#else
+  throw InternalError("copy: CUDA tensor in a build without CUDA");
+#endif
+}
+
+void fill(Tensor& t, float value) {
+  H2OFLEX_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::I32, "fill: f32 or i32, got ",
+                dtype_name(t.dtype()));
+  H2OFLEX_DISPATCH(t, fill, t, value);
+}
+
+void synchronize(Device device) {
+#ifdef H2OFLEX_WITH_CUDA
+  if (device == Device::CUDA) cuda::synchronize();
+#else
+  H2OFLEX_CHECK(device == Device::CPU, "synchronize: CUDA in a build without CUDA");
+#endif
+}
+
+namespace {
+
+// Slot storage [b, h, cap, d] with its positions and scores [b, h, cap], all on one device.
+void check_slots(const Tensor& k_slots, const Tensor& v_slots, const Tensor& slot_pos,
+                 const Tensor& slot_score, const char* op) {
+  H2OFLEX_CHECK(is_float(k_slots.dtype()) && k_slots.rank() == 4, op, ": k_slots ",
+                shape_str(k_slots.shape()));
+  H2OFLEX_CHECK(v_slots.shape() == k_slots.shape() && v_slots.dtype() == k_slots.dtype(), op,
+                ": v_slots");
+  expect(slot_pos, DType::I32, 3, op, "slot_pos");
+  expect(slot_score, DType::F32, 3, op, "slot_score");
+  const Shape meta{k_slots.dim(0), k_slots.dim(1), k_slots.dim(2)};
+  H2OFLEX_CHECK(slot_pos.shape() == meta && slot_score.shape() == meta, op,
+                ": slot metadata must be ", shape_str(meta));
+  same_device(k_slots, v_slots, op);
+  same_device(k_slots, slot_pos, op);
+  same_device(k_slots, slot_score, op);
+}
+
+}  // namespace
+
+void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
+                        const Tensor* keep_score, bool compact, Tensor& k_slots, Tensor& v_slots,
+                        Tensor& slot_pos, Tensor& slot_score) {
+  const char* op = "kv_scatter_prefill";
+  expect(k, DType::F32, 4, op, "k");
+  H2OFLEX_CHECK(v.shape() == k.shape(), op, ": v shape");
+  expect(keep, DType::I32, 3, op, "keep");
+  check_slots(k_slots, v_slots, slot_pos, slot_score, op);
+  const int64_t b = k.dim(0), s = k.dim(1), h = k.dim(2), d = k.dim(3);
+  H2OFLEX_CHECK(keep.dim(0) == b && keep.dim(1) == h, op, ": keep ", shape_str(keep.shape()));
+  H2OFLEX_CHECK(k_slots.dim(0) == b && k_slots.dim(1) == h && k_slots.dim(3) == d, op, ": slots ",
+                shape_str(k_slots.shape()), " for k ", shape_str(k.shape()));
+  H2OFLEX_CHECK(compact ? keep.dim(2) <= k_slots.dim(2) : s <= k_slots.dim(2), op, ": keeping ",
+                compact ? keep.dim(2) : s, " tokens in ", k_slots.dim(2), " slots");
+  if (keep_score) {
+    expect(*keep_score, DType::F32, 3, op, "keep_score");
+    H2OFLEX_CHECK(keep_score->shape() == (Shape{b, h, s}), op, ": keep_score shape");
+    same_device(k, *keep_score, op);
+  }
+  same_device(k, v, op);
+  same_device(k, keep, op);
+  same_device(k, k_slots, op);
+  H2OFLEX_DISPATCH(k, kv_scatter_prefill, k, v, keep, keep_score, compact, k_slots, v_slots,
+                   slot_pos, slot_score);
+}
+
+void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, int32_t position,
+               const Tensor* new_score, float fixed_score, Tensor& k_slots, Tensor& v_slots,
+               Tensor& slot_pos, Tensor& slot_score, Tensor& changed) {
+  const char* op = "kv_insert";
+  expect(k_new, DType::F32, 3, op, "k_new");
+  H2OFLEX_CHECK(v_new.shape() == k_new.shape(), op, ": v_new shape");
+  check_slots(k_slots, v_slots, slot_pos, slot_score, op);
+  const int64_t b = k_new.dim(0), h = k_new.dim(1);
+  H2OFLEX_CHECK(k_slots.dim(0) == b && k_slots.dim(1) == h && k_slots.dim(3) == k_new.dim(2), op,
+                ": slots ", shape_str(k_slots.shape()), " for k_new ", shape_str(k_new.shape()));
+  expect(changed, DType::I32, -1, op, "changed");
+  H2OFLEX_CHECK(changed.numel() == b * h, op, ": changed size");
+  if (victim) {
+    expect(*victim, DType::I32, -1, op, "victim");
+    H2OFLEX_CHECK(victim->numel() == b * h, op, ": victim size");
+    same_device(k_new, *victim, op);
+  } else {
+    H2OFLEX_CHECK(position >= 0 && position < k_slots.dim(2), op, ": full cache capacity ",
+                  k_slots.dim(2), " exhausted at position ", position);
+  }
+  if (new_score) {
+    expect(*new_score, DType::F32, -1, op, "new_score");
+    H2OFLEX_CHECK(new_score->numel() == b * h, op, ": new_score size");
+    same_device(k_new, *new_score, op);
+  }
+  same_device(k_new, v_new, op);
+  same_device(k_new, k_slots, op);
+  same_device(k_new, changed, op);
+  H2OFLEX_DISPATCH(k_new, kv_insert, k_new, v_new, victim, position, new_score, fixed_score,
+                   k_slots, v_slots, slot_pos, slot_score, changed);
 }
 
 }  // namespace h2oflex::ops

@@ -75,4 +75,44 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+// ---- Memory: where tensors live and moving them between devices ----
+
+// An uninitialized tensor on `device` (device memory comes from the CUDA allocator).
+Tensor empty(Shape shape, DType dtype, Device device);
+
+// `t` itself when it is already on `device`, else a fresh copy there.
+Tensor on_device(const Tensor& t, Device device);
+
+// dst = src byte for byte (equal sizes; either may be on the host or the device). When dst is on
+// the host it is ready to read on return; a device dst is ordered on the current stream.
+void copy(const Tensor& src, Tensor& dst);
+
+// Every element of an f32 or i32 tensor = value.
+void fill(Tensor& t, float value);
+
+// Returns once the work queued on `device` from this thread has finished (no-op for the CPU).
+void synchronize(Device device);
+
+// ---- KV slots (layout in the header comment) ----
+
+// Stores a prompt's kept keys and values. k, v [b, s, h, d] f32; keep [b, h, n] i32: for each
+// (sequence, head) the positions to keep, ascending, -1 for unused entries. The i-th kept
+// position goes to slot i when `compact` (an evicting cache), else to slot = position (a full
+// cache, where decode appends at slot = position). Each stored slot gets slot_pos = its position
+// and slot_score = keep_score[b, h, position] ([b, h, s] f32), or 0 without keep_score. Slots
+// not written keep their contents (callers clear them first).
+void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
+                        const Tensor* keep_score, bool compact, Tensor& k_slots, Tensor& v_slots,
+                        Tensor& slot_pos, Tensor& slot_score);
+
+// Stores one new token per (sequence, head): k_new, v_new [b, h, d] f32 at padded `position`.
+// The slot is `position` for a full cache (victim == nullptr); for an evicting cache it is the
+// first empty slot (slot_pos < 0), else victim[b, h] ([b, h] i32 from evict_lowest_score). The
+// slot gets slot_pos = position and slot_score = new_score[b, h] ([b, h] f32), or fixed_score
+// without new_score. changed [b, h] i32 receives the slot written, or -1 where no slot was
+// valid (the caller treats that as a bug).
+void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, int32_t position,
+               const Tensor* new_score, float fixed_score, Tensor& k_slots, Tensor& v_slots,
+               Tensor& slot_pos, Tensor& slot_score, Tensor& changed);
+
 }  // namespace h2oflex::ops

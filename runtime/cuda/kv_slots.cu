@@ -1,0 +1,168 @@
+// KV slot stores on the device (prefill scatter, decode insert), fill, and the stream-ordered
+// copy and synchronization behind ops::copy / ops::synchronize.
+#include <climits>
+
+#include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/device_memory.h"
+#include "runtime/cuda/kernel_utils.cuh"
+#include "runtime/cuda/streams.h"
+
+namespace h2oflex::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+
+template <typename T>
+__global__ void fill_kernel(T* data, int64_t n, T value) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    data[i] = value;
+  }
+}
+
+// One block per (sequence, head). Thread 0 numbers the kept entries (the compact slot of the
+// i-th kept position is how many kept positions precede it) into shared memory; then each
+// kept position's d-vector is copied by the whole block, converting f32 to the slot dtype.
+template <typename T>
+__global__ void scatter_prefill_kernel(const float* k, const float* v, const int32_t* keep,
+                                       const float* keep_score, bool compact, int64_t s,
+                                       int64_t heads, int64_t d, int64_t n_keep, int64_t cap,
+                                       T* k_slots, T* v_slots, int32_t* slot_pos,
+                                       float* slot_score) {
+  extern __shared__ int32_t slot_of[];  // [n_keep]
+  const int64_t bh = blockIdx.x;
+  const int64_t bi = bh / heads, hi = bh % heads;
+  const int32_t* kp = keep + bh * n_keep;
+  if (threadIdx.x == 0) {
+    int32_t next = 0;
+    for (int64_t i = 0; i < n_keep; ++i) {
+      const int32_t p = kp[i];
+      slot_of[i] = p < 0 ? -1 : (compact ? next++ : p);
+    }
+  }
+  __syncthreads();
+  for (int64_t i = 0; i < n_keep; ++i) {
+    const int32_t p = kp[i];
+    const int32_t slot = slot_of[i];
+    if (p < 0 || slot < 0 || slot >= cap) continue;
+    const int64_t src = ((bi * s + p) * heads + hi) * d;
+    const int64_t dst = (bh * cap + slot) * d;
+    for (int64_t e = threadIdx.x; e < d; e += blockDim.x) {
+      k_slots[dst + e] = from_f32<T>(k[src + e]);
+      v_slots[dst + e] = from_f32<T>(v[src + e]);
+    }
+    if (threadIdx.x == 0) {
+      slot_pos[bh * cap + slot] = p;
+      slot_score[bh * cap + slot] = keep_score ? keep_score[bh * s + p] : 0.0f;
+    }
+  }
+}
+
+// One block per (sequence, head): the slot is `position` (full cache), else the first empty
+// slot, else the victim; then the block writes the d-vectors and thread 0 the metadata.
+template <typename T>
+__global__ void insert_kernel(const float* k_new, const float* v_new, const int32_t* victim,
+                              int32_t position, const float* new_score, float fixed_score,
+                              int64_t cap, int64_t d, T* k_slots, T* v_slots, int32_t* slot_pos,
+                              float* slot_score, int32_t* changed) {
+  __shared__ int first_free;
+  const int64_t bh = blockIdx.x;
+  int32_t* pos = slot_pos + bh * cap;
+  if (threadIdx.x == 0) first_free = INT_MAX;
+  __syncthreads();
+  if (victim != nullptr) {
+    for (int64_t j = threadIdx.x; j < cap; j += blockDim.x) {
+      if (pos[j] < 0) atomicMin(&first_free, static_cast<int>(j));
+    }
+  }
+  __syncthreads();
+  int64_t slot = position;
+  if (victim != nullptr) slot = first_free != INT_MAX ? first_free : victim[bh];
+  if (slot < 0 || slot >= cap) {
+    if (threadIdx.x == 0) changed[bh] = -1;
+    return;
+  }
+  const int64_t off = (bh * cap + slot) * d;
+  for (int64_t e = threadIdx.x; e < d; e += blockDim.x) {
+    k_slots[off + e] = from_f32<T>(k_new[bh * d + e]);
+    v_slots[off + e] = from_f32<T>(v_new[bh * d + e]);
+  }
+  if (threadIdx.x == 0) {
+    pos[slot] = position;
+    slot_score[bh * cap + slot] = new_score ? new_score[bh] : fixed_score;
+    changed[bh] = static_cast<int32_t>(slot);
+  }
+}
+
+void check_blocks(int64_t blocks, const char* op) {
+  H2OFLEX_CHECK(blocks <= 2147483647, op, ": ", blocks, " (sequence, head) pairs exceed the grid");
+}
+
+}  // namespace
+
+void copy(const Tensor& src, Tensor& dst) {
+  cudaStream_t stream = current_stream();
+  copy_async(dst, src, stream);
+  // Host memory on either end: the caller may read (or free) it as soon as we return.
+  if (src.device() == Device::CPU || dst.device() == Device::CPU) {
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+}
+
+void fill(Tensor& t, float value) {
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  cudaStream_t stream = current_stream();
+  if (t.dtype() == DType::I32) {
+    fill_kernel<int32_t>
+        <<<grid_for(n, 256), 256, 0, stream>>>(t.data<int32_t>(), n, static_cast<int32_t>(value));
+  } else {
+    fill_kernel<float><<<grid_for(n, 256), 256, 0, stream>>>(t.data<float>(), n, value);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+void synchronize() {
+  CUDA_CHECK(cudaStreamSynchronize(current_stream()));
+}
+
+void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
+                        const Tensor* keep_score, bool compact, Tensor& k_slots, Tensor& v_slots,
+                        Tensor& slot_pos, Tensor& slot_score) {
+  const int64_t blocks = keep.dim(0) * keep.dim(1), n_keep = keep.dim(2);
+  if (blocks == 0 || n_keep == 0) return;
+  check_blocks(blocks, "kv_scatter_prefill");
+  const size_t smem = static_cast<size_t>(n_keep) * sizeof(int32_t);
+  cudaStream_t stream = current_stream();
+  dispatch_float(k_slots.dtype(), "kv_scatter_prefill slots", [&](auto tag) {
+    using T = decltype(tag);
+    allow_dynamic_smem(scatter_prefill_kernel<T>, smem, "kv_scatter_prefill");
+    scatter_prefill_kernel<T><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
+        k.data<const float>(), v.data<const float>(), keep.data<const int32_t>(),
+        keep_score ? keep_score->data<const float>() : nullptr, compact, k.dim(1), k.dim(2),
+        k.dim(3), n_keep, k_slots.dim(2), k_slots.data<T>(), v_slots.data<T>(),
+        slot_pos.data<int32_t>(), slot_score.data<float>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, int32_t position,
+               const Tensor* new_score, float fixed_score, Tensor& k_slots, Tensor& v_slots,
+               Tensor& slot_pos, Tensor& slot_score, Tensor& changed) {
+  const int64_t blocks = k_slots.dim(0) * k_slots.dim(1);
+  if (blocks == 0) return;
+  check_blocks(blocks, "kv_insert");
+  cudaStream_t stream = current_stream();
+  dispatch_float(k_slots.dtype(), "kv_insert slots", [&](auto tag) {
+    using T = decltype(tag);
+    insert_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+        k_new.data<const float>(), v_new.data<const float>(),
+        victim ? victim->data<const int32_t>() : nullptr, position,
+        new_score ? new_score->data<const float>() : nullptr, fixed_score, k_slots.dim(2),
+        k_slots.dim(3), k_slots.data<T>(), v_slots.data<T>(), slot_pos.data<int32_t>(),
+        slot_score.data<float>(), changed.data<int32_t>());
+    CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace h2oflex::cuda

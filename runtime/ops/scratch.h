@@ -1,0 +1,39 @@
+// Reusable per-thread working buffers, one per purpose and device, grown on demand: the hot loop
+// neither faults in fresh host pages nor calls cudaMalloc (which synchronizes) for every layer.
+// A buffer stays valid until the same thread asks for the same purpose again.
+#pragma once
+
+#include "runtime/core/tensor.h"
+
+namespace h2oflex::ops {
+
+// Every user of scratch memory, so no two pieces of code share a buffer by accident.
+enum class Scratch : int {
+  Normed,       // LayerNorm output feeding the projections / MLP
+  Projection,   // attention output projection and fc2 output
+  Ffn,          // fc1 output
+  Embed,        // word embeddings before project_in, or hidden before project_out
+  PrefillQ,     // prefill queries
+  PrefillAttn,  // prefill attention output
+  DecodeQ,
+  DecodeK,
+  DecodeV,
+  DecodeAttn,
+  SlotProbs,  // decode attention probabilities of the cached slots
+  SelfProb,   // ... and of the new token
+  Victims,    // evict_lowest_score output
+  Changed,    // kv_insert output
+  HostQ,      // decode inputs and output copied to where a delegated cache lives
+  HostK,
+  HostV,
+  HostAttn,
+  TokenIds,  // ids and positions uploaded for the embedding
+  Positions,
+  LastHidden,  // the last position of each sequence, before the output head
+  kCount
+};
+
+// A contiguous tensor of `shape` and `dtype` on `device`; contents are undefined.
+Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device);
+
+}  // namespace h2oflex::ops
