@@ -15,6 +15,7 @@
 #include "experiments/run_config.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
+#include "runtime/engine/compute_device.h"
 
 namespace h2oflex {
 
@@ -139,11 +140,10 @@ std::optional<bool> ResultRow::within_band() const {
 
 std::string machine_skip_reason(const policy::HardwareProfile& hw, const policy::CostEstimate* e,
                                 const policy::HardwareLimits& limits) {
-  if (hw.compute_device == policy::ComputeDevice::Gpu) {
-    // The CUDA backend implements the ops, but the pipeline does not yet place tensors on a GPU:
-    // a GPU profile's row measured here would be a CPU number under a GPU label.
-    return "profile '" + hw.name + "' computes on a GPU and this build has no CUDA backend" +
-           " wired into the pipeline (it runs on the CPU)";
+  std::string no_gpu;
+  if (hw.compute_device == policy::ComputeDevice::Gpu && !cuda_compute_available(&no_gpu)) {
+    // Measured on the CPU, a GPU profile's row would be a CPU number under a GPU label.
+    return "profile '" + hw.name + "' computes on a GPU; " + no_gpu;
   }
   if (!e) return "";
   const double free_disk = free_disk_bytes(limits.disk_path);
@@ -239,7 +239,13 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       } else {
         // A relative disk path is the run's working directory's; make sure it exists.
         if (!limits.disk_path.empty()) std::filesystem::create_directories(limits.disk_path);
-        pending.push_back({out.size(), config});
+        // The row computes on the device its profile describes (not on whatever `auto` finds).
+        YAML::Node run_config = YAML::Clone(config);
+        if (!run_config["compute_device"]) {
+          run_config["compute_device"] =
+              hw.compute_device == policy::ComputeDevice::Gpu ? "cuda" : "cpu";
+        }
+        pending.push_back({out.size(), run_config});
       }
     }
     std::fprintf(stderr, "predicted %s tok/s, published %s%s%s\n",

@@ -10,6 +10,7 @@
 #include "experiments/sha256.h"
 #include "policy/placement.h"
 #include "runtime/core/rng.h"
+#include "runtime/engine/compute_device.h"
 #include "runtime/engine/generator.h"
 #include "runtime/engine/pipeline.h"
 
@@ -83,7 +84,10 @@ std::string tokens_sha256(const std::vector<std::vector<int32_t>>& tokens) {
 nlohmann::json run_experiment_config(const RunConfig& c) {
   ModelSource src = open_model_source(c.model, c.dummy, c.seed);
   const OptConfig& cfg = src.config;
-  const ops::ComputeType ct = resolve_compute_type(c.compute_dtype);
+  const PipelineDevice device =
+      resolve_compute_device(c.compute_device, c.source + ": compute_device");
+  const bool on_gpu = device == PipelineDevice::Cuda;
+  const ops::ComputeType ct = resolve_compute_type(c.compute_dtype, on_gpu);
   const DType wdtype = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
   auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, cfg.vocab) : c.prompt_ids;
   for (const auto& p : prompts) {
@@ -110,17 +114,27 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   nlohmann::json r;
   GenerateOutput out;
   double peak_device = 0;
-  if (c.has_policy()) {
+  r["compute_device"] = pipeline_device_name(device);
+  // On a GPU even a run without a policy goes through the pipeline: everything on the device,
+  // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
+  if (c.has_policy() || on_gpu) {
     // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
     PipelineSpec spec;
+    spec.device = device;
     spec.cfg = cfg;
     spec.producer = src.producer;
     spec.partial_producer = src.partial;
     spec.weights_key = src.key;
     if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
-    const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
-    spec.policy = section.policy;
-    if (section.is_auto) r["policy_auto"] = plan_run_policy(c, cfg, wdtype, spec);
+    if (c.has_policy()) {
+      const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
+      spec.policy = section.policy;
+      if (section.is_auto) r["policy_auto"] = plan_run_policy(c, cfg, wdtype, spec);
+    } else {
+      spec.policy.gpu_batch_size = static_cast<int>(prompts.size());
+      spec.policy.w_gpu = spec.policy.cache_gpu = spec.policy.act_gpu = 100;
+      spec.policy.w_cpu = spec.policy.cache_cpu = spec.policy.act_cpu = 0;
+    }
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
     spec.progress = true;

@@ -122,8 +122,8 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   check_keys(root,
              {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype",
-              "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos", "projected_steps",
-              "policy", "hardware", "kv", "hardware_profile"},
+              "compute_device", "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos",
+              "projected_steps", "policy", "hardware", "kv", "hardware_profile"},
              "", source);
   RunConfig c;
   c.source = source;
@@ -136,6 +136,12 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   if (root["batch_size"]) c.batch_size = scalar<int>(root["batch_size"], "batch_size", source);
   if (root["compute_dtype"]) {
     c.compute_dtype = scalar<std::string>(root["compute_dtype"], "compute_dtype", source);
+  }
+  if (root["compute_device"]) {
+    c.compute_device = scalar<std::string>(root["compute_device"], "compute_device", source);
+    H2OFLEX_INPUT_CHECK(
+        c.compute_device == "auto" || c.compute_device == "cpu" || c.compute_device == "cuda",
+        source, ": compute_device: expected auto, cpu or cuda, got '", c.compute_device, "'");
   }
   if (root["hardware_profile"]) {
     c.hardware_profile = scalar<std::string>(root["hardware_profile"], "hardware_profile", source);
@@ -262,10 +268,10 @@ bool cpu_has_native_bf16() {
 #endif
 }
 
-ops::ComputeType resolve_compute_type(const std::string& compute_dtype) {
+ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu) {
   if (compute_dtype == "f32") return ops::ComputeType::F32;
   if (compute_dtype == "bf16") return ops::ComputeType::BF16;
-  return cpu_has_native_bf16() ? ops::ComputeType::BF16 : ops::ComputeType::F32;
+  return on_gpu || cpu_has_native_bf16() ? ops::ComputeType::BF16 : ops::ComputeType::F32;
 }
 
 }  // namespace h2oflex

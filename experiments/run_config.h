@@ -20,7 +20,8 @@ struct RunConfig {
   int prompt_len = 32;
   int gen_len = 8;
   int batch_size = 1;
-  std::string compute_dtype = "auto";  // auto | f32 | bf16
+  std::string compute_dtype = "auto";   // auto | f32 | bf16
+  std::string compute_device = "auto";  // auto (cuda when usable) | cpu | cuda
   uint64_t seed = 1;
   std::vector<std::vector<int32_t>> prompt_ids;  // explicit prompts (lengths may differ)
   float temperature = 0.0f;                      // 0 = greedy
@@ -50,9 +51,9 @@ std::vector<RunConfig> load_run_config_variants(const std::string& path,
                                                 const std::vector<std::string>& overrides);
 void apply_override(YAML::Node& root, const std::string& assignment);
 
-// Resolves compute_dtype "auto": bf16 where the CPU has native bf16 matrix instructions
-// (AMX or AVX512-BF16), else f32.
-ops::ComputeType resolve_compute_type(const std::string& compute_dtype);
+// Resolves compute_dtype "auto": bf16 on a GPU and where the CPU has native bf16 matrix
+// instructions (AMX or AVX512-BF16), else f32.
+ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu = false);
 bool cpu_has_native_bf16();
 
 }  // namespace h2oflex

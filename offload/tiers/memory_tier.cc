@@ -21,8 +21,17 @@ void MemoryTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   std::memcpy(host_dst, src, bytes);
 }
 
-CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment)
-    : MemoryTier(TierKind::Device, "device", budget, alignment) {}
+CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment, bool host_addressable)
+    : MemoryTier(TierKind::Device, "device", budget, alignment),
+      host_addressable_(host_addressable) {}
+
+void CpuDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  std::memcpy(dst, host_src, bytes);
+}
+
+void CpuDeviceTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  std::memcpy(host_dst, src, bytes);
+}
 
 CpuDeviceTier::~CpuDeviceTier() {
   for (auto& [ptr, bytes] : sizes_) std::free(ptr);

@@ -31,15 +31,22 @@ class MemoryTier : public Tier {
 };
 
 // The compute device's memory on a CPU-only build: plain RAM with its own budget.
+//
+// `host_addressable = false` makes it behave like a GPU's memory towards the transfer engine
+// and the pipeline (every byte in or out goes through copy_from_host / copy_to_host and the
+// staging paths) while the CPU still computes on it: the GPU data path, testable without a GPU.
 class CpuDeviceTier final : public MemoryTier {
  public:
-  explicit CpuDeviceTier(uint64_t budget, size_t alignment = 4096);
+  explicit CpuDeviceTier(uint64_t budget, size_t alignment = 4096, bool host_addressable = true);
   ~CpuDeviceTier() override;
-  bool is_host_addressable() const override { return true; }
+  bool is_host_addressable() const override { return host_addressable_; }
   void* allocate(size_t bytes, std::string_view what = {}) override;
   void free(void* ptr) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
 
  private:
+  bool host_addressable_;
   std::mutex mutex_;
   std::unordered_map<void*, uint64_t> sizes_;
 };

@@ -1,6 +1,7 @@
 #include "offload/transfer/transfer_engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "offload/transfer/range_io.h"
@@ -81,6 +82,23 @@ TransferEngine::~TransferEngine() {
     hosts.swap(pinned_hosts_);
   }
   for (HostTier* h : hosts) h->remove_pin_listener(this);
+  if (bounce_listener_ != nullptr) {
+    try {  // a destructor must not throw; the memory is freed right after anyway
+      bounce_listener_->unregister_pinned(sync_bounce_.data(), sync_bounce_.size());
+      for (auto& q : queues_) {
+        bounce_listener_->unregister_pinned(q->bounce.data(), q->bounce.size());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "warning: unpinning transfer buffers: %s\n", e.what());
+    }
+  }
+}
+
+void TransferEngine::pin_bounce_buffers(PinListener& listener) {
+  H2OFLEX_CHECK(bounce_listener_ == nullptr, "pin_bounce_buffers: already pinned");
+  listener.register_pinned(sync_bounce_.data(), sync_bounce_.size());
+  for (auto& q : queues_) listener.register_pinned(q->bounce.data(), q->bounce.size());
+  bounce_listener_ = &listener;
 }
 
 TransferHandle TransferEngine::copy(QueueId queue, const Location& src, const Location& dst,

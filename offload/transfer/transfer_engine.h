@@ -111,6 +111,10 @@ class TransferEngine : private PinListener {
 
   // Registers the tier's pinned buffers (now and later) as io_uring fixed buffers of every queue.
   void use_pinned_memory(HostTier& host);
+  // Announces the engine's own bounce buffers to `listener` (a GPU build's cudaHostRegister),
+  // so disk <-> device copies staged through them are DMA on both sides. Undone on destruction;
+  // the listener must outlive the engine.
+  void pin_bounce_buffers(PinListener& listener);
   // The injectable I/O layer for fault tests, installed on every queue's engine.
   void set_fault_hook(std::shared_ptr<IoFaultHook> hook);
 
@@ -157,6 +161,7 @@ class TransferEngine : private PinListener {
       counters_;
   std::mutex hosts_mutex_;
   std::vector<HostTier*> pinned_hosts_;
+  PinListener* bounce_listener_ = nullptr;
 };
 
 }  // namespace h2oflex

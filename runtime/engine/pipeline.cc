@@ -7,12 +7,14 @@
 #include <optional>
 #include <set>
 
+#include "offload/tiers/cuda_device_tier.h"
 #include "offload/tiers/disk_tier.h"
 #include "offload/tiers/memory_tier.h"
 #include "offload/weights/placement.h"
 #include "runtime/core/timer.h"
 #include "runtime/engine/device_pinning.h"
 #include "runtime/engine/layer_step.h"
+#include "runtime/ops/scratch.h"
 
 namespace h2oflex {
 
@@ -49,6 +51,9 @@ class Pipeline {
  public:
   explicit Pipeline(const PipelineSpec& spec);
   ~Pipeline() {
+    // The transfer engine first: it finishes queued copies and unpins its bounce buffers while
+    // the pin listener still exists.
+    xfer_.reset();
     if (device_pins_) host_->remove_pin_listener(device_pins_.get());
   }
   PipelineResult run();
@@ -85,13 +90,30 @@ class Pipeline {
   Location loc(const Home& h) const;
   Location loc_ptr(TierKind kind, void* p) const;
 
+  // The device tier is separate memory (a GPU's, or the isolated CPU arena): the compute side
+  // only touches device memory, so host-resident weights and activations are staged into
+  // device workspaces like disk-resident ones.
+  bool staged(TierKind home) const {
+    return home == TierKind::Disk || (separate_ && home == TierKind::Host);
+  }
+  // Tensors in a tier's memory are tagged with the device that computes on them.
+  Device tensor_device(TierKind tier) const {
+    return tier == TierKind::Device ? dev_ : Device::CPU;
+  }
+  // Where a layer's slot positions and scores live: with the attention that reads them.
+  TierKind meta_tier(TierKind kv_home) const;
+  // A host tensor as the compute device sees it (copied into `purpose`'s scratch on a GPU).
+  Tensor to_compute(const Tensor& host, ops::Scratch purpose) const;
+
   PipelineSpec spec_;
   const OptConfig& cfg_;
   const policy::Policy& pol_;
   int64_t gbs_, ngb_, heads_, d_, cap_;
   PaddedBatch padded_;
+  bool separate_;  // device tier not host-addressable
+  Device dev_;     // tag of tensors in device-tier memory
 
-  std::unique_ptr<CpuDeviceTier> device_;
+  std::unique_ptr<MemoryTier> device_;
   std::unique_ptr<HostTier> host_;
   std::unique_ptr<DiskTier> disk_;
   std::unique_ptr<TransferEngine> xfer_;
@@ -138,7 +160,16 @@ class Pipeline {
   Stopwatch prefill_watch_;
 };
 
-Pipeline::Pipeline(const PipelineSpec& spec) : spec_(spec), cfg_(spec_.cfg), pol_(spec_.policy) {
+Pipeline::Pipeline(const PipelineSpec& spec)
+    : spec_(spec),
+      cfg_(spec_.cfg),
+      pol_(spec_.policy),
+      separate_(spec.device != PipelineDevice::Cpu),
+      dev_(spec.device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU) {
+#ifndef H2OFLEX_WITH_CUDA
+  H2OFLEX_INPUT_CHECK(spec_.device != PipelineDevice::Cuda,
+                      "compute device 'cuda' requested, but this build has no CUDA backend");
+#endif
   policy::validate_policy(pol_);
   gbs_ = pol_.gpu_batch_size;
   ngb_ = pol_.num_gpu_batches;
@@ -153,6 +184,21 @@ Pipeline::Pipeline(const PipelineSpec& spec) : spec_(spec), cfg_(spec_.cfg), pol
                       padded_.seq, ") + gen_len (", spec_.gen.gen_len, ") exceeds the model's ",
                       cfg_.max_positions, " positions");
   specs_ = opt_weight_specs(cfg_);
+}
+
+TierKind Pipeline::meta_tier(TierKind kv_home) const {
+  if (kv_home == TierKind::Device) return TierKind::Device;
+  if (pol_.cpu_cache_compute) return TierKind::Host;  // the host computes this attention
+  // The device computes it on a workspace copy of the slots; on the CPU-only hierarchy the
+  // host memory is equally close, and keeps the arena free for weights.
+  return separate_ ? TierKind::Device : TierKind::Host;
+}
+
+Tensor Pipeline::to_compute(const Tensor& host, ops::Scratch purpose) const {
+  if (dev_ == Device::CPU) return host;
+  Tensor t = ops::scratch(purpose, host.shape(), host.dtype(), dev_);
+  ops::copy(host, t);
+  return t;
 }
 
 Location Pipeline::loc(const Home& h) const {
@@ -215,7 +261,7 @@ void Pipeline::plan_and_allocate() {
     uint64_t off = 0;
     for (size_t i : unit_specs_[u]) {
       weight_ws_offset_[u].push_back(off);
-      if (weight_home_[i].home.kind == TierKind::Disk) off += round_up(sizes[i], 4096);
+      if (staged(weight_home_[i].home.kind)) off += round_up(sizes[i], 4096);
     }
     weight_ws_bytes_ = std::max(weight_ws_bytes_, off);
   }
@@ -231,8 +277,7 @@ void Pipeline::plan_and_allocate() {
   for (int64_t l = 0; l < cfg_.layers; ++l) {
     const TierKind k = kvhome[l];
     plan_.add(k, 2 * kv_bytes_ * static_cast<uint64_t>(ngb_));
-    plan_.add(k == TierKind::Device ? TierKind::Device : TierKind::Host,
-              2 * meta_bytes * static_cast<uint64_t>(ngb_));
+    plan_.add(meta_tier(k), 2 * meta_bytes * static_cast<uint64_t>(ngb_));
     if (!(k == TierKind::Device || (k == TierKind::Host && pol_.cpu_cache_compute))) {
       need_kv_ws = true;
     }
@@ -250,7 +295,7 @@ void Pipeline::plan_and_allocate() {
   for (int64_t b = 0; b < ngb_; ++b) {
     plan_.add(acthome[b], act_bytes_);
     act_.push_back(ActHome{acthome[b], {acthome[b]}, {}});
-    need_act_ws = need_act_ws || acthome[b] == TierKind::Disk;
+    need_act_ws = need_act_ws || staged(acthome[b]);
   }
   if (need_act_ws) plan_.add(TierKind::Device, act_bytes_);
   // Prefill scratch on the compute device: K, V and column sums of one GPU batch, and logits.
@@ -259,6 +304,13 @@ void Pipeline::plan_and_allocate() {
       round_up(static_cast<uint64_t>(gbs_ * heads_ * padded_.seq) * 4, 4096) +
       round_up(static_cast<uint64_t>(gbs_ * cfg_.vocab) * 4, 4096);
   plan_.add(TierKind::Device, prefill_scratch);
+  if (separate_) {
+    // The layers' working buffers (ops/scratch.h) live on the device too: LayerNorm output,
+    // projections, queries, attention output and embeddings per prompt row, plus the MLP's.
+    const uint64_t rows = static_cast<uint64_t>(gbs_ * padded_.seq);
+    plan_.add(TierKind::Device,
+              rows * static_cast<uint64_t>(4 * cfg_.hidden + cfg_.ffn + cfg_.word_embed_dim) * 4);
+  }
 
   // Refuse a plan over budget before allocating anything, with the estimate.
   const uint64_t budgets[3] = {lim.device_mem ? lim.device_mem : kUnlimited,
@@ -281,14 +333,29 @@ void Pipeline::plan_and_allocate() {
     std::fprintf(stderr, "disk tier: hardware.disk_path not set, using %s\n", disk_path.c_str());
   }
 
-  device_ = std::make_unique<CpuDeviceTier>(budgets[0]);
+  switch (spec_.device) {
+    case PipelineDevice::Cpu:
+      device_ = std::make_unique<CpuDeviceTier>(budgets[0]);
+      break;
+    case PipelineDevice::CpuIsolated:
+      device_ = std::make_unique<CpuDeviceTier>(budgets[0], 4096, /*host_addressable=*/false);
+      break;
+    case PipelineDevice::Cuda:
+#ifdef H2OFLEX_WITH_CUDA
+      device_ = std::make_unique<CudaDeviceTier>(budgets[0]);
+#endif
+      break;
+  }
   host_ = std::make_unique<HostTier>(budgets[1]);
   if (plan_.bytes[2] > 0) disk_ = std::make_unique<DiskTier>(disk_path, budgets[2]);
   disk_path_ = disk_path;
   xfer_ = std::make_unique<TransferEngine>();
   xfer_->use_pinned_memory(*host_);
   device_pins_ = make_device_pin_listener();  // GPU builds: pinned for DMA as well
-  if (device_pins_) host_->add_pin_listener(device_pins_.get());
+  if (device_pins_) {
+    host_->add_pin_listener(device_pins_.get());
+    xfer_->pin_bounce_buffers(*device_pins_);  // disk <-> GPU copies stage through them
+  }
 
   if (weight_ws_bytes_ > 0) {
     for (auto& w : weight_ws_) w = device_->allocate(weight_ws_bytes_, "weight workspace");
@@ -302,11 +369,11 @@ void Pipeline::plan_and_allocate() {
   }
   if (need_act_ws) {
     act_ws_ = Tensor::wrap(device_->allocate(act_bytes_, "activation workspace"),
-                           {static_cast<int64_t>(act_bytes_ / 4)}, DType::F32);
+                           {static_cast<int64_t>(act_bytes_ / 4)}, DType::F32, dev_);
   }
   auto dev_tensor = [&](Shape shape, const char* what) {
     const uint64_t n = static_cast<uint64_t>(shape_numel(shape)) * 4;
-    return Tensor::wrap(device_->allocate(n, what), std::move(shape), DType::F32);
+    return Tensor::wrap(device_->allocate(n, what), std::move(shape), DType::F32, dev_);
   };
   prefill_k_ = dev_tensor({gbs_, padded_.seq, heads_, d_}, "prefill K");
   prefill_v_ = dev_tensor({gbs_, padded_.seq, heads_, d_}, "prefill V");
@@ -362,6 +429,11 @@ void Pipeline::place_weights() {
       Home src{TierKind::Disk, nullptr, layout_->record(layout_->find(specs_[i].name)).offset,
                true};
       xfer_->copy_sync(loc(src), loc(w.home), w.bytes, {"load", DataKind::Weight});
+    } else if (w.home.kind == TierKind::Device && separate_) {
+      // The producer writes host memory; device memory is filled by a copy.
+      Tensor host = Tensor::empty({static_cast<int64_t>((w.bytes + 3) / 4)}, DType::F32);
+      spec_.producer(specs_[i], w.dtype, host.raw());
+      device_->copy_from_host(w.home.ptr, host.raw(), w.bytes);
     } else {
       spec_.producer(specs_[i], w.dtype, w.home.ptr);
     }
@@ -380,13 +452,15 @@ void Pipeline::allocate_kv_and_activations() {
         h->ptr = t.allocate(kv_bytes_, "KV cache");
       }
     }
-    MemoryTier& mt = kv.kind == TierKind::Device ? static_cast<MemoryTier&>(*device_)
-                                                 : static_cast<MemoryTier&>(*host_);
+    const TierKind meta_home = meta_tier(kv.kind);
+    MemoryTier& mt = meta_home == TierKind::Device ? static_cast<MemoryTier&>(*device_)
+                                                   : static_cast<MemoryTier&>(*host_);
     const Shape meta{gbs_, heads_, cap_};
-    kv.pos = Tensor::wrap(mt.allocate(meta_elems * 4, "KV positions"), meta, DType::I32);
-    kv.score = Tensor::wrap(mt.allocate(meta_elems * 4, "KV scores"), meta, DType::F32);
-    std::fill_n(kv.pos.data<int32_t>(), meta_elems, -1);
-    std::fill_n(kv.score.data<float>(), meta_elems, 0.0f);
+    const Device md = tensor_device(meta_home);
+    kv.pos = Tensor::wrap(mt.allocate(meta_elems * 4, "KV positions"), meta, DType::I32, md);
+    kv.score = Tensor::wrap(mt.allocate(meta_elems * 4, "KV scores"), meta, DType::F32, md);
+    ops::fill(kv.pos, -1.0f);
+    ops::fill(kv.score, 0.0f);
   }
   for (auto& a : act_) {
     if (a.kind == TierKind::Disk) {
@@ -395,7 +469,8 @@ void Pipeline::allocate_kv_and_activations() {
       MemoryTier& t = a.kind == TierKind::Device ? static_cast<MemoryTier&>(*device_)
                                                  : static_cast<MemoryTier&>(*host_);
       a.home.ptr = t.allocate(act_bytes_, "activations");
-      a.tensor = Tensor::wrap(a.home.ptr, {static_cast<int64_t>(act_bytes_ / 4)}, DType::F32);
+      a.tensor = Tensor::wrap(a.home.ptr, {static_cast<int64_t>(act_bytes_ / 4)}, DType::F32,
+                              tensor_device(a.kind));
     }
   }
 }
@@ -404,16 +479,24 @@ std::vector<TransferHandle> Pipeline::load_weights(int unit, const std::string& 
   std::vector<TransferHandle> handles;
   for (size_t j = 0; j < unit_specs_[unit].size(); ++j) {
     const TensorHome& w = weight_home_[unit_specs_[unit][j]];
-    if (w.home.kind != TierKind::Disk) continue;
+    if (!staged(w.home.kind)) continue;
     void* dst = static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j];
-    // The first read of each tensor checks its checksum (on the I/O thread, off the critical
-    // path); later reads of the same bytes skip it.
+    // The first read of each tensor from the layout checks its checksum (on the I/O thread, off
+    // the critical path); later reads of the same bytes skip it.
     std::function<void()> verify;
     const size_t spec_index = unit_specs_[unit][j];
-    if (!weight_verified_[spec_index]) {
+    if (w.home.kind == TierKind::Disk && !weight_verified_[spec_index]) {
       weight_verified_[spec_index] = true;
       const WeightRecord* record = &layout_->record(layout_->find(specs_[spec_index].name));
-      verify = [this, record, dst] { check_weight_checksum(*record, layout_->file().path(), dst); };
+      verify = [this, record, dst, bytes = w.bytes] {
+        if (device_->is_host_addressable()) {
+          check_weight_checksum(*record, layout_->file().path(), dst);
+          return;
+        }
+        Tensor host = Tensor::empty({static_cast<int64_t>((bytes + 3) / 4)}, DType::F32);
+        device_->copy_to_host(host.raw(), dst, bytes);
+        check_weight_checksum(*record, layout_->file().path(), host.raw());
+      };
     }
     handles.push_back(xfer_->copy(QueueId::WeightLoad, loc(w.home), loc_ptr(TierKind::Device, dst),
                                   w.bytes, {phase, DataKind::Weight}, std::move(verify)));
@@ -425,10 +508,11 @@ std::vector<Tensor> Pipeline::bind_weights(int unit) const {
   std::vector<Tensor> out;
   for (size_t j = 0; j < unit_specs_[unit].size(); ++j) {
     const TensorHome& w = weight_home_[unit_specs_[unit][j]];
-    void* p = w.home.kind == TierKind::Disk
-                  ? static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j]
-                  : w.home.ptr;
-    out.push_back(Tensor::wrap(p, w.shape, w.dtype));
+    const bool in_workspace = staged(w.home.kind);
+    void* p = in_workspace ? static_cast<char*>(weight_ws_[unit % 2]) + weight_ws_offset_[unit][j]
+                           : w.home.ptr;
+    const Device d = in_workspace ? dev_ : tensor_device(w.home.kind);
+    out.push_back(Tensor::wrap(p, w.shape, w.dtype, d));
   }
   return out;
 }
@@ -477,10 +561,13 @@ KvSlots Pipeline::slots_for(int layer, int batch, int buf) const {
   const KvHome& kv = kv_[static_cast<size_t>(layer * ngb_ + batch)];
   const Shape shape{gbs_, heads_, cap_, d_};
   KvSlots s;
-  void* kp = kv_in_place(layer) ? kv.k.ptr : kv_ws_[buf][0];
-  void* vp = kv_in_place(layer) ? kv.v.ptr : kv_ws_[buf][1];
-  s.k = Tensor::wrap(kp, shape, spec_.gen.kv_dtype);
-  s.v = Tensor::wrap(vp, shape, spec_.gen.kv_dtype);
+  const bool in_place = kv_in_place(layer);
+  void* kp = in_place ? kv.k.ptr : kv_ws_[buf][0];
+  void* vp = in_place ? kv.v.ptr : kv_ws_[buf][1];
+  const TierKind ws = pol_.cpu_cache_compute ? TierKind::Host : TierKind::Device;
+  const Device d = tensor_device(in_place ? kv.kind : ws);
+  s.k = Tensor::wrap(kp, shape, spec_.gen.kv_dtype, d);
+  s.v = Tensor::wrap(vp, shape, spec_.gen.kv_dtype, d);
   s.pos = kv.pos;
   s.score = kv.score;
   return s;
@@ -530,7 +617,7 @@ std::vector<TransferHandle> Pipeline::store_cache(int layer, int batch, int buf,
 
 Tensor Pipeline::hidden_of(int batch, int64_t rows) {
   ActHome& a = act_[static_cast<size_t>(batch)];
-  Tensor base = a.kind == TierKind::Disk ? act_ws_ : a.tensor;
+  Tensor base = staged(a.kind) ? act_ws_ : a.tensor;
   return base.slice(0, rows * cfg_.hidden).reshape({rows, cfg_.hidden});
 }
 
@@ -541,7 +628,8 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
   const std::string phase = prefill ? "prefill" : "decode";
   ActHome& act = act_[static_cast<size_t>(batch)];
   const uint64_t act_used = static_cast<uint64_t>(rows * cfg_.hidden) * 4;
-  if (act.kind == TierKind::Disk && unit > 0) {
+  const bool act_staged = staged(act.kind);
+  if (act_staged && unit > 0) {
     xfer_
         ->copy(QueueId::Activation, loc(act.home), loc_ptr(TierKind::Device, act_ws_.raw()),
                act_used, {phase, DataKind::Activation})
@@ -556,8 +644,12 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
   if (unit == 0) {
     const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);
     if (prefill) {
-      opt_embed(cfg_, ew, ct, padded_.ids.slice(first_row * s, (first_row + gbs_) * s),
-                padded_.positions.slice(first_row * s, (first_row + gbs_) * s), hidden);
+      const Tensor ids = to_compute(padded_.ids.slice(first_row * s, (first_row + gbs_) * s),
+                                    ops::Scratch::TokenIds);
+      const Tensor pos = to_compute(padded_.positions.slice(first_row * s, (first_row + gbs_) * s),
+                                    ops::Scratch::Positions);
+      opt_embed(cfg_, ew, ct, to_compute(ids, ops::Scratch::TokenIds),
+                to_compute(pos, ops::Scratch::Positions), hidden);
     } else {
       Tensor ids = Tensor::empty({gbs_}, DType::I32), pos = Tensor::empty({gbs_}, DType::I32);
       const int32_t t = static_cast<int32_t>(s + decode_step);
@@ -592,19 +684,22 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
       Tensor* cs = rule.uses_attention_scores() ? &colsum_ : nullptr;
       opt_layer_prefill(cfg_, lw, ct, hidden, gbs_, s, pad, prefill_k_, prefill_v_, cs);
       kv_prefill(rule, prefill_k_, prefill_v_, cs, pad, slots);
+      ops::synchronize(dev_);  // the store below reads what the device wrote
       compute_s_ += watch.elapsed();
       store_cache(layer, batch, buf, nullptr, phase);
       watch.reset();
     } else {
       const ChangedSlots changed =
           decode_layer(cfg_, lw, ct, rule, static_cast<int32_t>(s + decode_step), hidden, slots);
+      ops::synchronize(dev_);
       compute_s_ += watch.elapsed();
       store_cache(layer, batch, buf, &changed, phase);
       watch.reset();
     }
   }
+  ops::synchronize(dev_);  // timing, and the activation copy below reads the device's result
   compute_s_ += watch.elapsed();
-  if (act.kind == TierKind::Disk && unit < units() - 1) {
+  if (act_staged && unit < units() - 1) {
     xfer_
         ->copy(QueueId::Activation, loc_ptr(TierKind::Device, act_ws_.raw()), loc(act.home),
                act_used, {phase, DataKind::Activation})
@@ -730,6 +825,18 @@ PipelineResult Pipeline::run() {
 }
 
 }  // namespace
+
+const char* pipeline_device_name(PipelineDevice d) {
+  switch (d) {
+    case PipelineDevice::Cpu:
+      return "cpu";
+    case PipelineDevice::CpuIsolated:
+      return "cpu-isolated";
+    case PipelineDevice::Cuda:
+      return "cuda";
+  }
+  return "?";
+}
 
 PipelineResult run_pipeline(const PipelineSpec& spec) {
   Pipeline p(spec);

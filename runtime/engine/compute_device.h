@@ -1,0 +1,19 @@
+// Which device computes a run: `compute_device: auto | cpu | cuda` resolved against this build
+// and this machine.
+#pragma once
+
+#include <string>
+
+#include "runtime/engine/pipeline.h"
+
+namespace h2oflex {
+
+// True when this build has the CUDA backend and a device is usable; otherwise false and, if
+// `reason` is given, why not.
+bool cuda_compute_available(std::string* reason = nullptr);
+
+// "auto" picks cuda when available, else cpu; "cuda" without a usable device throws InputError
+// naming `key` and the reason; anything else but "cpu" throws InputError naming `key`.
+PipelineDevice resolve_compute_device(const std::string& choice, const std::string& key);
+
+}  // namespace h2oflex
