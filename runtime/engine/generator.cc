@@ -44,9 +44,35 @@ void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t fir
               ids);
 }
 
-GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
+namespace {
+
+// The weights as tensors on `device` (the same tensors when already there).
+OptWeights weights_on(const OptWeights& w, Device device) {
+  OptWeights out = w;
+  auto move = [&](Tensor& t) {
+    if (t.raw() != nullptr) t = ops::on_device(t, device);
+  };
+  for (Tensor* t : {&out.embed.tokens, &out.embed.positions, &out.embed.project_in,
+                    &out.embed.project_out, &out.embed.final_ln_w, &out.embed.final_ln_b}) {
+    move(*t);
+  }
+  for (OptLayerWeights& l : out.layers) {
+    for (Tensor* t :
+         {&l.attn_ln_w, &l.attn_ln_b, &l.q_w, &l.q_b, &l.k_w, &l.k_b, &l.v_w, &l.v_b, &l.o_w,
+          &l.o_b, &l.ffn_ln_w, &l.ffn_ln_b, &l.fc1_w, &l.fc1_b, &l.fc2_w, &l.fc2_b}) {
+      move(*t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& host_weights,
                                const std::vector<std::vector<int32_t>>& prompts,
                                const GenerateOptions& opt) {
+  const Device dev = opt.device;
+  const OptWeights w = weights_on(host_weights, dev);
   const PaddedBatch pb = pad_prompts(prompts, cfg.pad_id);
   const int64_t b = pb.batch, s = pb.seq, H = cfg.hidden, heads = cfg.heads;
   const int64_t d = cfg.head_dim();
@@ -57,16 +83,17 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
   out.tokens.resize(static_cast<size_t>(b));
   std::vector<KvSlots> cache;
   for (int64_t l = 0; l < cfg.layers; ++l) {
-    cache.push_back(KvSlots::allocate(b, heads, capacity, d, opt.kv_dtype));
+    cache.push_back(KvSlots::allocate(b, heads, capacity, d, opt.kv_dtype, dev));
   }
 
   // Prefill.
   Stopwatch watch;
-  Tensor hidden = Tensor::empty({b * s, H}, DType::F32);
-  opt_embed(cfg, w.embed, opt.compute, pb.ids, pb.positions, hidden);
-  Tensor k = Tensor::empty({b, s, heads, d}, DType::F32);
-  Tensor v = Tensor::empty({b, s, heads, d}, DType::F32);
-  Tensor colsum = Tensor::empty({b, heads, s}, DType::F32);
+  Tensor hidden = ops::empty({b * s, H}, DType::F32, dev);
+  opt_embed(cfg, w.embed, opt.compute, ops::on_device(pb.ids, dev),
+            ops::on_device(pb.positions, dev), hidden);
+  Tensor k = ops::empty({b, s, heads, d}, DType::F32, dev);
+  Tensor v = ops::empty({b, s, heads, d}, DType::F32, dev);
+  Tensor colsum = ops::empty({b, heads, s}, DType::F32, dev);
   const bool scores = opt.eviction.uses_attention_scores();
   for (int64_t l = 0; l < cfg.layers; ++l) {
     opt_layer_prefill(cfg, w.layers[l], opt.compute, hidden, b, s, pb.pad, k, v,
@@ -74,12 +101,14 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
     kv_prefill(opt.eviction, k, v, scores ? &colsum : nullptr, pb.pad, cache[l]);
   }
   if (opt.all_prompt_logits && opt.on_logits) {
-    Tensor all = Tensor::empty({b * s, cfg.vocab}, DType::F32);
+    Tensor all = ops::empty({b * s, cfg.vocab}, DType::F32, dev);
     opt_logits(cfg, w.embed, opt.compute, hidden, all);
-    opt.on_logits(-1, all);
+    opt.on_logits(-1, ops::on_device(all, Device::CPU));
   }
-  Tensor last = last_positions(hidden, b, s);
-  Tensor logits = Tensor::empty({b, cfg.vocab}, DType::F32);
+  // Its own buffer: last_positions returns scratch that the decode layers reuse.
+  Tensor last = ops::empty({b, H}, DType::F32, dev);
+  ops::copy(last_positions(hidden, b, s), last);
+  Tensor logits = ops::empty({b, cfg.vocab}, DType::F32, dev);
   opt_logits(cfg, w.embed, opt.compute, last, logits);
   out.prefill_s = watch.elapsed();
 
@@ -89,7 +118,7 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
   std::vector<int32_t> next;
   Tensor ids = Tensor::empty({b}, DType::I32), pos = Tensor::empty({b}, DType::I32);
   for (int step = 0; step < opt.gen_len; ++step) {
-    if (opt.on_logits) opt.on_logits(step, logits);
+    if (opt.on_logits) opt.on_logits(step, ops::on_device(logits, Device::CPU));
     choose_tokens(logits, opt, 0, step, next);
     bool all_done = true;
     for (int64_t i = 0; i < b; ++i) {
@@ -105,7 +134,7 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& w,
       ids.data<int32_t>()[i] = next[i];
       pos.data<int32_t>()[i] = t - pb.pad[i];
     }
-    opt_embed(cfg, w.embed, opt.compute, ids, pos, last);
+    opt_embed(cfg, w.embed, opt.compute, ops::on_device(ids, dev), ops::on_device(pos, dev), last);
     for (int64_t l = 0; l < cfg.layers; ++l) {
       decode_layer(cfg, w.layers[l], opt.compute, opt.eviction, t, last, cache[l]);
     }

@@ -29,6 +29,9 @@ struct GenerateOptions {
   std::function<void(int step, const Tensor& logits)> on_logits;
   bool all_prompt_logits = false;
   bool capture_kept = false;  // fill GenerateOutput::kept at the end
+  // Where generate_in_ram computes: CUDA copies the weights to the GPU first and keeps the KV
+  // cache there (the hooks above still receive host tensors).
+  Device device = Device::CPU;
 };
 
 // Kept KV positions at the end of a run: [layer][sequence * heads + head], sorted.

@@ -1,124 +1,20 @@
 // The OPT forward pass against Hugging Face transformers: logits at every prompt position of a
 // left-padded batch and 16 greedy steps, recorded by tools/gen_opt_fixtures.py.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
-#include <cmath>
-#include <fstream>
+#include <filesystem>
 
-#include "experiments/model_source.h"
 #include "policy/placement.h"
-#include "runtime/engine/generator.h"
 #include "runtime/engine/pipeline.h"
+#include "tests/support/hf_fixtures.h"
 
 namespace h2oflex {
 namespace {
 
-const std::string kFixtures = std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/opt/";
-
-nlohmann::json expected() {
-  std::ifstream in(kFixtures + "expected.json");
-  return nlohmann::json::parse(in);
-}
-
-std::vector<float> read_floats(const std::string& file, size_t n) {
-  std::ifstream in(kFixtures + file, std::ios::binary);
-  std::vector<float> v(n);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
-  EXPECT_TRUE(in.good()) << file;
-  return v;
-}
-
-struct Captured {
-  std::vector<float> prefill;                // real rows only, in fixture order
-  std::vector<std::vector<float>> steps;     // [step][seq * vocab]
-  std::vector<std::vector<int32_t>> tokens;  // greedy
-};
-
-std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
-  std::vector<std::vector<int32_t>> p;
-  const auto& ids = e["prompts"]["input_ids"];
-  const auto& lengths = e["prompts"]["lengths"];
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const size_t n = lengths[i].get<size_t>(), total = ids[i].size();
-    std::vector<int32_t> seq;
-    for (size_t j = total - n; j < total; ++j) seq.push_back(ids[i][j].get<int32_t>());
-    p.push_back(seq);
-  }
-  return p;
-}
-
-Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e) {
-  const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
-  const OptConfig& cfg = src.config;
-  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
-  const OptWeights w = load_opt_weights(cfg, wdt, src.producer);
-  const auto ps = prompts(e);
-  const int64_t seq = 12;
-  Captured c;
-  GenerateOptions g;
-  g.gen_len = e["greedy_steps"].get<int>();
-  g.stop_at_eos = false;
-  g.compute = ct;
-  g.kv_dtype = wdt;
-  g.all_prompt_logits = true;
-  g.on_logits = [&](int step, const Tensor& logits) {
-    const int64_t v = logits.dim(1);
-    if (step < 0) {
-      for (size_t i = 0; i < ps.size(); ++i) {
-        const int64_t pad = seq - static_cast<int64_t>(ps[i].size());
-        for (int64_t t = pad; t < seq; ++t) {
-          const float* row = logits.data<float>() + (static_cast<int64_t>(i) * seq + t) * v;
-          c.prefill.insert(c.prefill.end(), row, row + v);
-        }
-      }
-    } else {
-      c.steps.emplace_back(logits.data<float>(), logits.data<float>() + logits.numel());
-    }
-  };
-  c.tokens = generate_in_ram(cfg, w, ps, g).tokens;
-  return c;
-}
-
-struct Errors {
-  double max_abs = 0, max_ref = 0;
-  double rel() const { return max_abs / max_ref; }
-};
-
-Errors compare(const std::vector<float>& got, const std::vector<float>& ref) {
-  EXPECT_EQ(got.size(), ref.size());
-  Errors e;
-  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
-    e.max_abs = std::max(e.max_abs, static_cast<double>(std::fabs(got[i] - ref[i])));
-    e.max_ref = std::max(e.max_ref, static_cast<double>(std::fabs(ref[i])));
-  }
-  return e;
-}
-
-void check_reference(const std::string& dir, const std::string& ref_name, ops::ComputeType ct) {
-  const nlohmann::json e = expected();
-  const auto& ref = e["references"][ref_name];
-  const Captured c = run_model(dir, ct, e);
-  const size_t vocab = 1000, steps = e["greedy_steps"].get<size_t>();
-  const std::vector<float> prefill = read_floats(ref["prefill_logits"]["file"], 26 * vocab);
-  const std::vector<float> greedy = read_floats(ref["greedy_logits"]["file"], steps * 3 * vocab);
-  const bool f32 = ct == ops::ComputeType::F32;
-  Errors pe = compare(c.prefill, prefill);
-  std::vector<float> got_steps;
-  for (const auto& s : c.steps) got_steps.insert(got_steps.end(), s.begin(), s.end());
-  Errors ge = compare(got_steps, greedy);
-  if (f32) {
-    EXPECT_LE(pe.max_abs, 1e-4) << dir << " prefill";
-    EXPECT_LE(ge.max_abs, 1e-4) << dir << " greedy steps";
-  } else {
-    EXPECT_LE(pe.rel(), 2e-2) << dir << " prefill (bf16)";
-    EXPECT_LE(ge.rel(), 2e-2) << dir << " greedy steps (bf16)";
-  }
-  for (size_t i = 0; i < 3; ++i) {
-    std::vector<int32_t> want = ref["greedy_tokens"][i].get<std::vector<int32_t>>();
-    EXPECT_EQ(c.tokens[i], want) << dir << " sequence " << i;
-  }
-}
+using testing_support::check_reference;
+using testing_support::expected;
+using testing_support::kFixtures;
+using testing_support::prompts;
 
 TEST(HuggingFace, PreLayerNormF32) {
   check_reference("tiny-preln", "tiny-preln", ops::ComputeType::F32);

@@ -1,0 +1,95 @@
+// The model and the pipeline computing on a GPU: the Hugging Face fixtures, tokens identical
+// across placements (weights / KV / activations on device, host, disk; attention delegated or
+// not), and H2O keeping the same tokens as on the CPU.
+#include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+
+#ifdef H2OFLEX_WITH_CUDA
+
+#include <filesystem>
+
+#include "tests/support/hf_fixtures.h"
+#include "tests/support/pipeline_invariance.h"
+
+namespace h2oflex {
+namespace {
+
+using testing_support::check_reference;
+using testing_support::expect_invariant;
+using testing_support::tiny_config;
+
+// cuBLAS f32 GEMMs stay f32 (no TF32) but sum in another order than oneDNN: a looser absolute
+// bound than the CPU's 1e-4; greedy tokens must still be identical.
+constexpr double kGpuF32MaxAbs = 1e-3;
+
+// Removes the per-process scratch directory (weight layouts, disk tier files) at exit.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override { std::filesystem::remove_all(testing_support::temp_dir()); }
+};
+const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+TEST(GpuHuggingFace, PreLayerNormF32) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  check_reference("tiny-preln", "tiny-preln", ops::ComputeType::F32, Device::CUDA, kGpuF32MaxAbs);
+}
+
+TEST(GpuHuggingFace, PostLayerNormWithProjectionsF32) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  check_reference("tiny-postln", "tiny-postln", ops::ComputeType::F32, Device::CUDA, kGpuF32MaxAbs);
+}
+
+TEST(GpuHuggingFace, Fp16CheckpointComputedInF32) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  check_reference("tiny-preln-fp16", "tiny-preln-fp16", ops::ComputeType::F32, Device::CUDA,
+                  kGpuF32MaxAbs);
+}
+
+TEST(GpuHuggingFace, PreLayerNormBf16) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  check_reference("tiny-preln", "tiny-preln", ops::ComputeType::BF16, Device::CUDA);
+}
+
+TEST(GpuPipeline, FullCacheTokensIdenticalAcrossPlacements) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  expect_invariant(tiny_config(true), EvictionRule{}, 6, 12, PipelineDevice::Cuda);
+}
+
+TEST(GpuPipeline, PostLayerNormModel) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  expect_invariant(tiny_config(false), EvictionRule{}, 5, 6, PipelineDevice::Cuda);
+}
+
+TEST(GpuPipeline, H2OKeptSetsIdenticalAcrossPlacements) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  EvictionRule rule;
+  rule.kind = EvictionRule::Kind::H2O;
+  rule.heavy = 2;
+  rule.recent = 3;
+  expect_invariant(tiny_config(true), rule, 8, 8, PipelineDevice::Cuda);
+}
+
+// H2O on the GPU keeps exactly the tokens the CPU keeps, in every layer, sequence and head.
+TEST(GpuPipeline, H2OKeptSetsEqualTheCpus) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const OptConfig cfg = tiny_config(true);
+  const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(3));
+  GenerateOptions gen;
+  gen.gen_len = 8;
+  gen.eviction.kind = EvictionRule::Kind::H2O;
+  gen.eviction.heavy = 2;
+  gen.eviction.recent = 3;
+  gen.capture_kept = true;
+  const auto ps = testing_support::prompts(8, 7);
+  const GenerateOutput cpu = generate_in_ram(cfg, w, ps, gen);
+  gen.device = Device::CUDA;
+  const GenerateOutput gpu = generate_in_ram(cfg, w, ps, gen);
+  EXPECT_EQ(gpu.kept, cpu.kept);
+  EXPECT_EQ(gpu.tokens, cpu.tokens);
+}
+
+}  // namespace
+}  // namespace h2oflex
+
+#endif  // H2OFLEX_WITH_CUDA

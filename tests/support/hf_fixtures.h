@@ -1,0 +1,132 @@
+// The Hugging Face OPT fixtures (tools/gen_opt_fixtures.py): logits at every prompt position of a
+// left-padded batch and 16 greedy steps, and the check of the forward pass against them — shared
+// by the CPU tests (tests/model) and the GPU tests (tests/gpu).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "experiments/model_source.h"
+#include "runtime/engine/generator.h"
+
+namespace h2oflex::testing_support {
+
+inline const std::string kFixtures = std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/opt/";
+
+inline nlohmann::json expected() {
+  std::ifstream in(kFixtures + "expected.json");
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<float> read_floats(const std::string& file, size_t n) {
+  std::ifstream in(kFixtures + file, std::ios::binary);
+  std::vector<float> v(n);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
+  EXPECT_TRUE(in.good()) << file;
+  return v;
+}
+
+struct Captured {
+  std::vector<float> prefill;                // real rows only, in fixture order
+  std::vector<std::vector<float>> steps;     // [step][seq * vocab]
+  std::vector<std::vector<int32_t>> tokens;  // greedy
+};
+
+inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
+  std::vector<std::vector<int32_t>> p;
+  const auto& ids = e["prompts"]["input_ids"];
+  const auto& lengths = e["prompts"]["lengths"];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const size_t n = lengths[i].get<size_t>(), total = ids[i].size();
+    std::vector<int32_t> seq;
+    for (size_t j = total - n; j < total; ++j) seq.push_back(ids[i][j].get<int32_t>());
+    p.push_back(seq);
+  }
+  return p;
+}
+
+inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e,
+                          Device device) {
+  const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
+  const OptConfig& cfg = src.config;
+  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  const OptWeights w = load_opt_weights(cfg, wdt, src.producer);
+  const auto ps = prompts(e);
+  const int64_t seq = 12;
+  Captured c;
+  GenerateOptions g;
+  g.gen_len = e["greedy_steps"].get<int>();
+  g.stop_at_eos = false;
+  g.compute = ct;
+  g.kv_dtype = wdt;
+  g.all_prompt_logits = true;
+  g.device = device;
+  g.on_logits = [&](int step, const Tensor& logits) {
+    const int64_t v = logits.dim(1);
+    if (step < 0) {
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const int64_t pad = seq - static_cast<int64_t>(ps[i].size());
+        for (int64_t t = pad; t < seq; ++t) {
+          const float* row = logits.data<float>() + (static_cast<int64_t>(i) * seq + t) * v;
+          c.prefill.insert(c.prefill.end(), row, row + v);
+        }
+      }
+    } else {
+      c.steps.emplace_back(logits.data<float>(), logits.data<float>() + logits.numel());
+    }
+  };
+  c.tokens = generate_in_ram(cfg, w, ps, g).tokens;
+  return c;
+}
+
+struct Errors {
+  double max_abs = 0, max_ref = 0;
+  double rel() const { return max_abs / max_ref; }
+};
+
+inline Errors compare(const std::vector<float>& got, const std::vector<float>& ref) {
+  EXPECT_EQ(got.size(), ref.size());
+  Errors e;
+  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+    e.max_abs = std::max(e.max_abs, static_cast<double>(std::fabs(got[i] - ref[i])));
+    e.max_ref = std::max(e.max_ref, static_cast<double>(std::fabs(ref[i])));
+  }
+  return e;
+}
+
+// `f32_max_abs`: the bound on logit errors with f32 arithmetic (bf16 has a relative bound).
+inline void check_reference(const std::string& dir, const std::string& ref_name,
+                            ops::ComputeType ct, Device device = Device::CPU,
+                            double f32_max_abs = 1e-4) {
+  const nlohmann::json e = expected();
+  const auto& ref = e["references"][ref_name];
+  const Captured c = run_model(dir, ct, e, device);
+  const size_t vocab = 1000, steps = e["greedy_steps"].get<size_t>();
+  const std::vector<float> prefill = read_floats(ref["prefill_logits"]["file"], 26 * vocab);
+  const std::vector<float> greedy = read_floats(ref["greedy_logits"]["file"], steps * 3 * vocab);
+  const bool f32 = ct == ops::ComputeType::F32;
+  Errors pe = compare(c.prefill, prefill);
+  std::vector<float> got_steps;
+  for (const auto& s : c.steps) got_steps.insert(got_steps.end(), s.begin(), s.end());
+  Errors ge = compare(got_steps, greedy);
+  if (f32) {
+    EXPECT_LE(pe.max_abs, f32_max_abs) << dir << " prefill";
+    EXPECT_LE(ge.max_abs, f32_max_abs) << dir << " greedy steps";
+  } else {
+    EXPECT_LE(pe.rel(), 2e-2) << dir << " prefill (bf16)";
+    EXPECT_LE(ge.rel(), 2e-2) << dir << " greedy steps (bf16)";
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<int32_t> want = ref["greedy_tokens"][i].get<std::vector<int32_t>>();
+    EXPECT_EQ(c.tokens[i], want) << dir << " sequence " << i;
+  }
+}
+
+}  // namespace h2oflex::testing_support
