@@ -5,9 +5,13 @@
 #   tools/gpu_check.sh [BUILD_DIR]        (default: build-gpu)
 #
 # Benchmark cases (OPT dummy weights, prompt 512, gen 32):
-#   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU
-#   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), cache on host, cpu_cache_compute, full KV
-#   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt)
+#   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU (batch 32)
+#   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 80% of the weights and the cache on host,
+#                   cpu_cache_compute, full KV, block 48 x 1 (its cache: ~36 GiB of host RAM)
+#   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt), block
+#                   48 x 3: the 3x larger block fits in less host RAM than the full cache's
+# Every case sets compute_device: cuda, so a machine without a usable GPU fails the case instead
+# of reporting CPU numbers.
 # The 30B runs are projected (decode steps timed and extrapolated). A case's config is read from
 # $GPU_CHECK_CONFIG_DIR/<case>.yaml, else experiments/gpu_check/<case>.yaml, else the built-in
 # one below. A missing binary, a failing run or a run past its time slot becomes a table entry,
@@ -62,7 +66,8 @@ write_builtin_config() {  # case name, output path
   local common="dummy: true
 prompt_len: 512
 gen_len: 32
-compute_dtype: bf16"
+compute_dtype: bf16
+compute_device: cuda"
   case "$1" in
     opt-6.7b-gpu)
       cat >"$2" <<EOF
@@ -71,18 +76,21 @@ model: opt-6.7b
 $common
 projected_steps: 4
 policy:
-  gpu_batch_size: 2
+  gpu_batch_size: 32
   num_gpu_batches: 1
   weights: {gpu: 100, cpu: 0}
   cache: {gpu: 100, cpu: 0}
   activations: {gpu: 100, cpu: 0}
 hardware:
-  device_mem: 24GiB
+  device_mem: 100GiB
 EOF
       ;;
     opt-30b-full | opt-30b-h2o20)
-      local kv="kv: {policy: full}"
-      [ "$1" = opt-30b-h2o20 ] && kv="kv: {policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"
+      local kv="kv: {policy: full}" batches=1
+      if [ "$1" = opt-30b-h2o20 ]; then
+        kv="kv: {policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"
+        batches=3
+      fi
       cat >"$2" <<EOF
 name: OPT-30B 512+32, device_mem 16GiB, cache on host ($1)
 model: opt-30b
@@ -90,7 +98,7 @@ $common
 projected_steps: 1
 policy:
   gpu_batch_size: 48
-  num_gpu_batches: 3
+  num_gpu_batches: $batches
   weights: {gpu: 20, cpu: 80}
   cache: {gpu: 0, cpu: 100}
   activations: {gpu: 0, cpu: 100}
@@ -152,19 +160,19 @@ python3 - "$results" <<'EOF'
 import json, sys
 
 rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
-head = ["case", "batch", "KV", "prefill tok/s", "decode tok/s", "total tok/s",
+head = ["case", "device", "batch", "KV", "prefill tok/s", "decode tok/s", "total tok/s",
         "peak device GiB", "projected", "tokens_sha256", "status"]
 table = []
 for r in rows:
     name, status = r[0], r[2]
     if status != "ok":
-        table.append([name] + ["-"] * 8 + [status])
+        table.append([name] + ["-"] * 9 + [status])
         continue
     j = json.load(open(r[3]))
     kv = j.get("kv", {})
     kv_s = kv.get("policy", "?") + (f" B={kv['budget']}" if kv.get("policy") != "full" else "")
     table.append([
-        name, str(j.get("batch_size", "?")), kv_s,
+        name, j.get("compute_device", "?"), str(j.get("batch_size", "?")), kv_s,
         f"{j['prefill']['throughput_tok_s']:.2f}", f"{j['decode']['throughput_tok_s']:.2f}",
         f"{j['total']['throughput_tok_s']:.2f}",
         f"{j.get('peak_device_bytes', 0) / 2**30:.2f}", str(j.get("projected", "?")),

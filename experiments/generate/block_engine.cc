@@ -1,5 +1,6 @@
 #include "experiments/generate/block_engine.h"
 
+#include "runtime/engine/compute_device.h"
 #include "runtime/engine/generator.h"
 #include "runtime/engine/pipeline.h"
 
@@ -8,13 +9,16 @@ namespace h2oflex::generate {
 BlockEngine::BlockEngine(const RunConfig& config, const YAML::Node& config_root,
                          const ModelSource& source)
     : config_(config), config_root_(YAML::Clone(config_root)), source_(source) {
-  compute_ = resolve_compute_type(config.compute_dtype);
+  device_ = resolve_compute_device(config.compute_device, config.source + ": compute_device");
+  compute_ = resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda);
   weight_dtype_ = compute_ == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
   if (config.has_policy()) {
     policy_ = policy::parse_policy(config.policy, "policy");
     if (config.has_hardware()) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
   } else {
-    weights_ = load_opt_weights(source.config, weight_dtype_, source.producer);
+    // Loaded (and moved to the GPU) once for all blocks.
+    weights_ = weights_on_device(load_opt_weights(source.config, weight_dtype_, source.producer),
+                                 device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU);
   }
 }
 
@@ -23,8 +27,9 @@ int BlockEngine::block_size() const {
 }
 
 std::string BlockEngine::describe() const {
-  return policy_ ? "pipeline, policy " + policy_->summary()
-                 : detail::concat("in RAM, batch ", config_.batch_size);
+  const std::string where = std::string(" on ") + pipeline_device_name(device_);
+  return policy_ ? "pipeline, policy " + policy_->summary() + where
+                 : detail::concat("in memory, batch ", config_.batch_size, where);
 }
 
 EvictionRule BlockEngine::kv_for(int prompt_len) {
@@ -50,11 +55,13 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.top_p = work.top_p;
   opt.seed = work.seed;
   opt.row_keys = work.row_keys;
+  opt.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
   if (!policy_) return generate_in_ram(source_.config, *weights_, work.prompts, opt).tokens;
 
   // The pipeline takes exactly one block: a short last block is filled with copies of its last
   // prompt, whose results are dropped. Weights are placed on every call (once per block).
   PipelineSpec spec;
+  spec.device = device_;
   spec.cfg = source_.config;
   spec.producer = source_.producer;
   spec.partial_producer = source_.partial;

@@ -12,6 +12,7 @@
 #include "experiments/model_source.h"
 #include "experiments/run_config.h"
 #include "policy/placement.h"
+#include "runtime/engine/pipeline.h"
 
 namespace h2oflex::generate {
 
@@ -32,6 +33,7 @@ class BlockEngine {
   RunConfig config_;
   YAML::Node config_root_;
   ModelSource source_;
+  PipelineDevice device_ = PipelineDevice::Cpu;
   ops::ComputeType compute_;
   DType weight_dtype_;
   std::optional<policy::Policy> policy_;

@@ -44,10 +44,7 @@ void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t fir
               ids);
 }
 
-namespace {
-
-// The weights as tensors on `device` (the same tensors when already there).
-OptWeights weights_on(const OptWeights& w, Device device) {
+OptWeights weights_on_device(const OptWeights& w, Device device) {
   OptWeights out = w;
   auto move = [&](Tensor& t) {
     if (t.raw() != nullptr) t = ops::on_device(t, device);
@@ -66,13 +63,11 @@ OptWeights weights_on(const OptWeights& w, Device device) {
   return out;
 }
 
-}  // namespace
-
 GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& host_weights,
                                const std::vector<std::vector<int32_t>>& prompts,
                                const GenerateOptions& opt) {
   const Device dev = opt.device;
-  const OptWeights w = weights_on(host_weights, dev);
+  const OptWeights w = weights_on_device(host_weights, dev);
   const PaddedBatch pb = pad_prompts(prompts, cfg.pad_id);
   const int64_t b = pb.batch, s = pb.seq, H = cfg.hidden, heads = cfg.heads;
   const int64_t d = cfg.head_dim();

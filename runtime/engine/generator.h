@@ -56,6 +56,9 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids);
 
+// The weights as tensors on `device` (tensors already there are shared, not copied).
+OptWeights weights_on_device(const OptWeights& w, Device device);
+
 GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& weights,
                                const std::vector<std::vector<int32_t>>& prompts,
                                const GenerateOptions& opt);

@@ -2,10 +2,13 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/engine/compute_device.h"
 #include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
@@ -107,6 +110,29 @@ TEST_F(RunErrors, PercentagesThatDoNotSum) {
       "model: opt-125m\npolicy: {gpu_batch_size: 1, num_gpu_batches: 1,"
       " weights: {gpu: 70, cpu: 50}}\n",
       "policy.weights");
+}
+
+TEST_F(RunErrors, UnknownComputeDeviceIsNamed) {
+  expect_refused("model: opt-125m\ncompute_device: tpu\n",
+                 "compute_device: expected auto, cpu or cuda, got 'tpu'");
+}
+
+// compute_device: cuda runs on the GPU where one is usable, and is refused (not silently run on
+// the CPU) where none is.
+TEST_F(RunErrors, CudaComputeDeviceRunsOnAGpuOrIsRefused) {
+  const std::string config =
+      "model: opt-125m\nprompt_len: 4\ngen_len: 2\nbatch_size: 2\ncompute_device: cuda\n";
+  std::string why;
+  if (!h2oflex::cuda_compute_available(&why)) {
+    expect_refused(config, "compute_device: cuda requested, but " + why);
+    return;
+  }
+  const fs::path cfg = write("config.yaml", config);
+  const fs::path json = dir() / "result.json";
+  const Outcome o = run("run " + cfg.string() + " --json " + json.string());
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  std::ifstream in(json);
+  EXPECT_EQ(nlohmann::json::parse(in).at("compute_device"), "cuda");
 }
 
 TEST_F(RunErrors, GoodConfigWritesAResult) {
