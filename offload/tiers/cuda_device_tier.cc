@@ -6,25 +6,36 @@
 
 #include <algorithm>
 
+#include "offload/transfer/transfer_engine.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/streams.h"
 
 namespace h2oflex {
 
 namespace {
 
-// This thread's copy stream, created on first use and destroyed with the thread.
-cudaStream_t thread_copy_stream() {
-  struct Owner {
-    cudaStream_t stream = nullptr;
-    ~Owner() {
-      if (stream != nullptr) cudaStreamDestroy(stream);  // a destructor must not throw
+// A transfer queue's copies go on its named stream (runtime/cuda/streams.h), so weight loads,
+// cache loads and cache stores overlap each other and the compute stream. Activation moves sit
+// on the compute critical path (after the kernels that produced them, before those that read
+// them): they use the compute stream. Copies from other threads (setup) use it too.
+cudaStream_t copy_stream() {
+  cuda::StreamKind kind = cuda::StreamKind::Compute;
+  if (const std::optional<QueueId> q = current_transfer_queue()) {
+    switch (*q) {
+      case QueueId::WeightLoad:
+        kind = cuda::StreamKind::WeightLoad;
+        break;
+      case QueueId::CacheLoad:
+        kind = cuda::StreamKind::CacheLoad;
+        break;
+      case QueueId::CacheStore:
+        kind = cuda::StreamKind::CacheStore;
+        break;
+      case QueueId::Activation:
+        break;
     }
-  };
-  thread_local Owner owner;
-  if (owner.stream == nullptr) {
-    CUDA_CHECK(cudaStreamCreateWithFlags(&owner.stream, cudaStreamNonBlocking));
   }
-  return owner.stream;
+  return cuda::streams().get(kind);
 }
 
 }  // namespace
@@ -69,13 +80,13 @@ void CudaDeviceTier::free(void* ptr) {
 }
 
 void CudaDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
-  cudaStream_t stream = thread_copy_stream();
+  cudaStream_t stream = copy_stream();
   CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
 void CudaDeviceTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  cudaStream_t stream = thread_copy_stream();
+  cudaStream_t stream = copy_stream();
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }

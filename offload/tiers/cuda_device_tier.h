@@ -20,8 +20,8 @@ class CudaDeviceTier final : public MemoryTier {
   bool is_host_addressable() const override { return false; }
   void* allocate(size_t bytes, std::string_view what = {}) override;
   void free(void* ptr) override;
-  // Synchronous for the calling thread: each thread copies on its own non-blocking stream, so
-  // the transfer queues' copies run concurrently with each other and with compute.
+  // Synchronous for the calling thread. A transfer queue's worker copies on that queue's named
+  // stream, so the queues' copies run concurrently with each other and with compute.
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
 

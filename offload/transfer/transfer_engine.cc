@@ -9,6 +9,14 @@
 
 namespace h2oflex {
 
+namespace {
+thread_local std::optional<QueueId> this_thread_queue;
+}  // namespace
+
+std::optional<QueueId> current_transfer_queue() {
+  return this_thread_queue;
+}
+
 std::string_view queue_name(QueueId q) {
   switch (q) {
     case QueueId::WeightLoad:
@@ -61,9 +69,13 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options
     q->io->register_buffer(q->bounce.data(), q->bounce.size());
     queues_[i] = std::move(q);
   }
-  for (auto& q : queues_) {
-    Queue* raw = q.get();
-    raw->worker = std::thread([this, raw] { worker_loop(*raw); });
+  for (size_t i = 0; i < kQueueCount; ++i) {
+    Queue* raw = queues_[i].get();
+    const QueueId id = static_cast<QueueId>(i);
+    raw->worker = std::thread([this, raw, id] {
+      this_thread_queue = id;
+      worker_loop(*raw);
+    });
   }
 }
 

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -32,6 +33,9 @@ enum class QueueId : uint8_t { WeightLoad, CacheLoad, CacheStore, Activation };
 inline constexpr size_t kQueueCount = 4;
 // "weight_load", "cache_load", "cache_store", "activation".
 std::string_view queue_name(QueueId q);
+// The queue whose worker is the calling thread, if any: lets a device tier run a queue's copies
+// on that queue's own GPU stream.
+std::optional<QueueId> current_transfer_queue();
 
 enum class DataKind : uint8_t { Weight, Kv, Activation };
 // "weight", "kv", "activation".

@@ -4,9 +4,18 @@
 // For each step, for each layer unit (input embedding, decoder layers, output head), for each GPU
 // batch: prefetch the next unit's weights (once per block) and the next batch's KV slots on their
 // own queues, compute, then store only what changed back to the KV home tier — all overlapped
-// with compute when `overlap` is on. Weights, KV and activations stay in their home tiers; on a
-// CPU-only build host-resident data is computed on in place and only disk-resident data is
-// staged through double-buffered workspaces in the device arena.
+// with compute when `overlap` is on. Weights, KV and activations stay in their home tiers.
+//
+// On the CPU (PipelineDevice::Cpu) host-resident data is computed on in place and only disk-
+// resident data is staged through double-buffered workspaces in the device arena. On a GPU
+// (Cuda, and its CPU stand-in CpuIsolated) the device computes only on device memory: host- and
+// disk-resident weights and activations are staged into device workspaces (disk data through
+// the transfer engine's pinned bounce buffers, host data straight from pinned memory), a KV
+// cache off the device is either loaded into a device workspace or, with cpu_cache_compute,
+// attended to on the host (only q, k, v and the attention output cross), and the slot
+// positions and scores live with the attention that reads them. Each transfer queue copies on
+// its own CUDA stream; the compute stream is synchronized once per layer visit, before the
+// visit's changed KV slots are stored.
 #pragma once
 
 #include <map>
