@@ -108,8 +108,24 @@ TransferEngine::~TransferEngine() {
 
 void TransferEngine::pin_bounce_buffers(PinListener& listener) {
   H2OFLEX_CHECK(bounce_listener_ == nullptr, "pin_bounce_buffers: already pinned");
-  listener.register_pinned(sync_bounce_.data(), sync_bounce_.size());
-  for (auto& q : queues_) listener.register_pinned(q->bounce.data(), q->bounce.size());
+  std::vector<AlignedBuffer*> buffers{&sync_bounce_};
+  for (auto& q : queues_) buffers.push_back(&q->bounce);
+  size_t done = 0;
+  try {
+    for (; done < buffers.size(); ++done) {
+      listener.register_pinned(buffers[done]->data(), buffers[done]->size());
+    }
+  } catch (...) {
+    // Leave nothing registered: freed memory that stays registered breaks later registrations.
+    while (done > 0) {
+      --done;
+      try {
+        listener.unregister_pinned(buffers[done]->data(), buffers[done]->size());
+      } catch (...) {
+      }
+    }
+    throw;
+  }
   bounce_listener_ = &listener;
 }
 
@@ -147,23 +163,72 @@ TransferHandle TransferEngine::copy_ranges(QueueId queue, const Location& src, c
 
 void TransferEngine::execute_ranges(Lane lane, const Location& src, const Location& dst,
                                     const Ranges& ranges) {
-  bool batched = dst.is_disk() && dst.file->is_direct() && src.host_addressable();
-  std::vector<IoSegment> segments;
-  if (batched) {
-    const size_t oa = dst.file->offset_align(), ma = dst.file->mem_align();
-    for (const auto& [off, len] : ranges) {
-      char* buf = static_cast<char*>(src.ptr) + off;
-      const uint64_t at = dst.offset + off;
-      batched =
-          batched && at % oa == 0 && len % oa == 0 && reinterpret_cast<uintptr_t>(buf) % ma == 0;
-      segments.push_back(IoSegment{at, buf, static_cast<size_t>(len)});
-    }
+  AlignedBuffer& bounce = *lane.bounce;
+  if (src.host_addressable()) {
+    store_ranges(lane, static_cast<const char*>(src.ptr), dst, ranges,
+                 Bounce{bounce.data(), bounce.size()});
+    return;
   }
-  if (batched) {
-    lane.io->write_scattered(*dst.file, segments);
+  if (!src.is_disk() && ranges.size() > 1) {
+    // Memory only copies can reach (a GPU's): each copy out waits for its stream, which costs
+    // far more than the few hundred bytes of a KV record. Bring neighbouring ranges over
+    // together — one copy per span that fits the staging half of the bounce buffer, gaps
+    // included — and store them from there.
+    const size_t half = bounce.size() / 2;
+    const Bounce edges{bounce.data() + half, half};
+    size_t i = 0;
+    while (i < ranges.size()) {
+      const uint64_t base = ranges[i].first;
+      if (ranges[i].second > half) {
+        execute(lane, src.advanced(base), dst.advanced(base), ranges[i].second);
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      while (j < ranges.size() && ranges[j].first >= ranges[j - 1].first + ranges[j - 1].second &&
+             ranges[j].first + ranges[j].second - base <= half) {
+        ++j;
+      }
+      const uint64_t span = ranges[j - 1].first + ranges[j - 1].second - base;
+      src.memory->copy_to_host(bounce.data(), static_cast<const char*>(src.ptr) + base, span);
+      Ranges part;
+      for (size_t k = i; k < j; ++k) part.emplace_back(ranges[k].first - base, ranges[k].second);
+      store_ranges(lane, bounce.data(), dst.advanced(base), part, edges);
+      i = j;
+    }
     return;
   }
   for (const auto& [off, len] : ranges) execute(lane, src.advanced(off), dst.advanced(off), len);
+}
+
+void TransferEngine::store_ranges(Lane lane, const char* src, const Location& dst,
+                                  const Ranges& ranges, Bounce edges) {
+  if (dst.is_disk() && dst.file->is_direct()) {
+    // Aligned direct writes go to io_uring together (up to the queue depth in flight).
+    const size_t oa = dst.file->offset_align(), ma = dst.file->mem_align();
+    std::vector<IoSegment> segments;
+    bool aligned = true;
+    for (const auto& [off, len] : ranges) {
+      const char* buf = src + off;
+      const uint64_t at = dst.offset + off;
+      aligned =
+          aligned && at % oa == 0 && len % oa == 0 && reinterpret_cast<uintptr_t>(buf) % ma == 0;
+      segments.push_back(IoSegment{at, const_cast<char*>(buf), static_cast<size_t>(len)});
+    }
+    if (aligned) {
+      lane.io->write_scattered(*dst.file, segments);
+      return;
+    }
+  }
+  for (const auto& [off, len] : ranges) {
+    if (dst.is_disk()) {
+      write_range(*lane.io, *dst.file, dst.offset + off, src + off, len, edges);
+    } else if (dst.host_addressable()) {
+      std::memcpy(static_cast<char*>(dst.ptr) + off, src + off, len);
+    } else {
+      dst.memory->copy_from_host(static_cast<char*>(dst.ptr) + off, src + off, len);
+    }
+  }
 }
 
 void TransferEngine::copy_sync(const Location& src, const Location& dst, uint64_t bytes,

@@ -26,6 +26,7 @@
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/io_engine.h"
 #include "offload/transfer/location.h"
+#include "offload/transfer/range_io.h"
 
 namespace h2oflex {
 
@@ -151,6 +152,10 @@ class TransferEngine : private PinListener {
   void worker_loop(Queue& q);
   void execute(Lane lane, const Location& src, const Location& dst, uint64_t bytes);
   void execute_ranges(Lane lane, const Location& src, const Location& dst, const Ranges& ranges);
+  // Stores ranges (offsets relative to both `src` and `dst`) of host bytes into `dst`; `edges`
+  // serves unaligned disk edges.
+  void store_ranges(Lane lane, const char* src, const Location& dst, const Ranges& ranges,
+                    Bounce edges);
   void count(const TransferTag& tag, TierKind src, TierKind dst, uint64_t bytes);
   void register_pinned(void* ptr, size_t bytes) override;
   void unregister_pinned(void* ptr, size_t bytes) override;

@@ -101,6 +101,7 @@ void check_blocks(int64_t blocks, const char* op) {
 }  // namespace
 
 void copy(const Tensor& src, Tensor& dst) {
+  if (src.raw() == dst.raw()) return;  // cudaMemcpy of a buffer onto itself is undefined
   cudaStream_t stream = current_stream();
   copy_async(dst, src, stream);
   // Host memory on either end: the caller may read (or free) it as soon as we return.

@@ -48,36 +48,40 @@ float streaming_score(int32_t position, int32_t first_real, int sinks) {
 
 }  // namespace
 
-void kv_prefill(const EvictionRule& rule, const Tensor& k_in, const Tensor& v_in,
-                const Tensor* colsum_in, const std::vector<int32_t>& pad, KvSlots& slots) {
-  const int64_t b = k_in.dim(0), s = k_in.dim(1), heads = k_in.dim(2), d = k_in.dim(3);
+void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
+                const std::vector<int32_t>& pad, KvSlots& slots) {
+  const int64_t b = k.dim(0), s = k.dim(1), heads = k.dim(2), d = k.dim(3);
   const int64_t cap = slots.capacity();
   H2OFLEX_CHECK(slots.batch() == b && slots.heads() == heads && slots.head_dim() == d,
                 "kv_prefill: slots shape");
-  const Device dev = slots.k.device();
-  const Tensor k = ops::on_device(k_in, dev), v = ops::on_device(v_in, dev);
-  Tensor colsum;
-  if (colsum_in) colsum = ops::on_device(*colsum_in, dev);
-  slots.clear();
+  // Selection and the scatter into slot layout run where the prompt was computed; slots on
+  // another device (a cache the host attends to) then receive only the kept slots.
+  const Device dev = k.device();
+  using ops::Scratch;
+  auto host_to_dev = [&](const Tensor& host, Scratch purpose) {
+    if (dev == Device::CPU) return host;
+    Tensor t = ops::scratch(purpose, host.shape(), host.dtype(), dev);
+    ops::copy(host, t);
+    return t;
+  };
   // keep[b, heads, n_keep]: padded positions to store, ascending, -1 for unused; and the score
   // each kept token starts with (h2o: its column sum; streaming: sinks +inf, others position).
   Tensor keep, keep_score;
-  const bool h2o = rule.kind == EvictionRule::Kind::H2O;
-  const bool streaming = rule.kind == EvictionRule::Kind::Streaming;
   if (rule.evicts()) {
-    Tensor scores;
+    Tensor rank;
     if (rule.uses_attention_scores()) {
-      H2OFLEX_CHECK(colsum_in != nullptr, "kv_prefill: h2o needs column sums");
-      scores = colsum;
+      H2OFLEX_CHECK(colsum != nullptr, "kv_prefill: h2o needs column sums");
+      rank = *colsum;
     } else {  // streaming: earlier tokens rank higher, so the "heavy" picks are the sinks
       Tensor host = Tensor::empty({b, heads, s}, DType::F32);
       for (int64_t bh = 0; bh < b * heads; ++bh) {
         for (int64_t j = 0; j < s; ++j) host.data<float>()[bh * s + j] = -static_cast<float>(j);
       }
-      scores = ops::on_device(host, dev);
+      rank = host_to_dev(host, Scratch::PrefillRank);
     }
-    keep = ops::empty({b, heads, rule.heavy + rule.recent}, DType::I32, dev);
-    ops::select_heavy_recent(scores, pad, rule.heavy, rule.recent, keep);
+    keep =
+        ops::scratch(Scratch::PrefillKeep, {b, heads, rule.heavy + rule.recent}, DType::I32, dev);
+    ops::select_heavy_recent(rank, pad, rule.heavy, rule.recent, keep);
   } else {
     H2OFLEX_CHECK(cap >= s, "kv_prefill: capacity ", cap, " < prompt ", s);
     Tensor host = Tensor::empty({b, heads, s}, DType::I32);
@@ -86,10 +90,10 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k_in, const Tensor& v_in
         host.data<int32_t>()[bh * s + j] = j < pad[bh / heads] ? -1 : static_cast<int32_t>(j);
       }
     }
-    keep = ops::on_device(host, dev);
+    keep = host_to_dev(host, Scratch::PrefillKeep);
   }
-  if (h2o) keep_score = colsum;
-  if (streaming) {
+  if (rule.kind == EvictionRule::Kind::H2O) keep_score = *colsum;
+  if (rule.kind == EvictionRule::Kind::Streaming) {
     Tensor host = Tensor::empty({b, heads, s}, DType::F32);
     for (int64_t bh = 0; bh < b * heads; ++bh) {
       for (int64_t j = 0; j < s; ++j) {
@@ -97,11 +101,26 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k_in, const Tensor& v_in
             streaming_score(static_cast<int32_t>(j), pad[bh / heads], rule.heavy);
       }
     }
-    keep_score = ops::on_device(host, dev);
+    keep_score = host_to_dev(host, Scratch::PrefillScore);
   }
+  const bool staged = slots.k.device() != dev;
+  KvSlots target = slots;
+  if (staged) {
+    target.k = ops::scratch(Scratch::StageK, slots.k.shape(), slots.k.dtype(), dev);
+    target.v = ops::scratch(Scratch::StageV, slots.v.shape(), slots.v.dtype(), dev);
+    target.pos = ops::scratch(Scratch::StagePos, slots.pos.shape(), DType::I32, dev);
+    target.score = ops::scratch(Scratch::StageScore, slots.score.shape(), DType::F32, dev);
+  }
+  target.clear();
   // A full cache stores position p in slot p, so decode appends at slot = position.
   ops::kv_scatter_prefill(k, v, keep, keep_score.defined() ? &keep_score : nullptr,
-                          /*compact=*/rule.evicts(), slots.k, slots.v, slots.pos, slots.score);
+                          /*compact=*/rule.evicts(), target.k, target.v, target.pos, target.score);
+  if (staged) {
+    ops::copy(target.k, slots.k);
+    ops::copy(target.v, slots.v);
+    ops::copy(target.pos, slots.pos);
+    ops::copy(target.score, slots.score);
+  }
 }
 
 ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const Tensor& k_new,

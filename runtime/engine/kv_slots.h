@@ -30,8 +30,9 @@ struct KvSlots {
 using ChangedSlots = std::vector<int32_t>;  // [b * heads]
 
 // Fills `slots` from a prompt: k, v [b, s, heads, d] f32, colsum [b, heads, s] (h2o only; may be
-// null otherwise), pad per sequence. Padding is never stored. The inputs may be on another
-// device than the slots (they are copied over).
+// null otherwise), pad per sequence. Padding is never stored. The slots may be on another device
+// than the inputs (a cache the host attends to): selection and the scatter into slot layout then
+// run on the inputs' device and only the kept slots are copied over.
 void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
                 const std::vector<int32_t>& pad, KvSlots& slots);
 

@@ -285,6 +285,13 @@ void Pipeline::plan_and_allocate() {
   }
   const TierKind kv_ws_tier = pol_.cpu_cache_compute ? TierKind::Host : TierKind::Device;
   if (need_kv_ws) plan_.add(kv_ws_tier, 4 * kv_bytes_);
+  // A separate device builds a delegated cache's prefill slots in its own memory first
+  // (kv_prefill's staging), then copies them to the host.
+  const bool delegated_somewhere = std::any_of(
+      kv_.begin(), kv_.end(), [](const KvHome& h) { return h.kind != TierKind::Device; });
+  if (separate_ && pol_.cpu_cache_compute && delegated_somewhere) {
+    plan_.add(TierKind::Device, 2 * kv_bytes_ + 2 * meta_bytes);
+  }
 
   // Activations: each GPU batch's hidden states go to a tier by the cumulative rule.
   act_bytes_ = round_up(static_cast<uint64_t>(gbs_ * padded_.seq * cfg_.hidden) * 4, 4096);
@@ -308,8 +315,9 @@ void Pipeline::plan_and_allocate() {
     // The layers' working buffers (ops/scratch.h) live on the device too: LayerNorm output,
     // projections, queries, attention output and embeddings per prompt row, plus the MLP's.
     const uint64_t rows = static_cast<uint64_t>(gbs_ * padded_.seq);
+    const int64_t embed = cfg_.has_projections() ? cfg_.word_embed_dim : 0;
     plan_.add(TierKind::Device,
-              rows * static_cast<uint64_t>(4 * cfg_.hidden + cfg_.ffn + cfg_.word_embed_dim) * 4);
+              rows * static_cast<uint64_t>(4 * cfg_.hidden + cfg_.ffn + embed) * 4);
   }
 
   // Refuse a plan over budget before allocating anything, with the estimate.
@@ -648,8 +656,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
                                     ops::Scratch::TokenIds);
       const Tensor pos = to_compute(padded_.positions.slice(first_row * s, (first_row + gbs_) * s),
                                     ops::Scratch::Positions);
-      opt_embed(cfg_, ew, ct, to_compute(ids, ops::Scratch::TokenIds),
-                to_compute(pos, ops::Scratch::Positions), hidden);
+      opt_embed(cfg_, ew, ct, ids, pos, hidden);
     } else {
       Tensor ids = Tensor::empty({gbs_}, DType::I32), pos = Tensor::empty({gbs_}, DType::I32);
       const int32_t t = static_cast<int32_t>(s + decode_step);
@@ -657,7 +664,8 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
         ids.data<int32_t>()[i] = next_ids_[batch][i];
         pos.data<int32_t>()[i] = t - pad[i];
       }
-      opt_embed(cfg_, ew, ct, ids, pos, hidden);
+      opt_embed(cfg_, ew, ct, to_compute(ids, ops::Scratch::TokenIds),
+                to_compute(pos, ops::Scratch::Positions), hidden);
     }
   } else if (unit == units() - 1) {
     const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);

@@ -57,6 +57,8 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
     H2OFLEX_CHECK(bias->numel() == w.dim(0), "linear: bias size");
   }
   same_device(x, w, "linear");
+  same_device(x, out, "linear");
+  if (bias) same_device(x, *bias, "linear");
   H2OFLEX_DISPATCH(x, linear, x, w, bias, out, ct, relu);
 }
 
@@ -64,12 +66,16 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
   expect(x, DType::F32, -1, "layer_norm", "x");
   H2OFLEX_CHECK(gamma.numel() == x.dim(-1) && beta.numel() == x.dim(-1) && out.numel() == x.numel(),
                 "layer_norm: shapes");
+  same_device(x, out, "layer_norm");
+  same_device(x, gamma, "layer_norm");
+  same_device(x, beta, "layer_norm");
   H2OFLEX_DISPATCH(x, layer_norm, x, gamma, beta, eps, out);
 }
 
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {
   expect(x, DType::F32, -1, "add_bias_relu", "x");
   H2OFLEX_CHECK(bias.numel() == x.dim(-1), "add_bias_relu: bias size");
+  same_device(x, bias, "add_bias_relu");
   H2OFLEX_DISPATCH(x, add_bias_relu, x, bias, relu);
 }
 
@@ -78,6 +84,7 @@ void add_inplace(Tensor& x, const Tensor& y) {
   expect(y, DType::F32, -1, "add_inplace", "y");
   H2OFLEX_CHECK(x.numel() == y.numel(), "add_inplace: sizes ", shape_str(x.shape()), " vs ",
                 shape_str(y.shape()));
+  same_device(x, y, "add_inplace");
   H2OFLEX_DISPATCH(x, add_inplace, x, y);
 }
 
@@ -85,6 +92,8 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
   expect(ids, DType::I32, -1, "embed_tokens", "ids");
   H2OFLEX_CHECK(is_float(table.dtype()) && table.rank() == 2, "embed_tokens: table");
   H2OFLEX_CHECK(out.numel() == ids.numel() * table.dim(1), "embed_tokens: out size");
+  same_device(ids, out, "embed_tokens");
+  same_device(table, out, "embed_tokens");
   if (!on_cuda(ids)) {
     for (int32_t id : ids.span<int32_t>()) {
       H2OFLEX_INPUT_CHECK(id >= 0 && id < table.dim(0), "token id ", id,
@@ -97,6 +106,8 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset) {
   expect(positions, DType::I32, -1, "add_positions", "positions");
   H2OFLEX_CHECK(x.numel() == positions.numel() * table.dim(1), "add_positions: sizes");
+  same_device(positions, x, "add_positions");
+  same_device(table, x, "add_positions");
   if (!on_cuda(positions)) {
     for (int32_t p : positions.span<int32_t>()) {
       H2OFLEX_INPUT_CHECK(p + offset >= 0 && p + offset < table.dim(0), "position ", p,
@@ -119,6 +130,10 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
         colsum->dim(0) == q.dim(0) && colsum->dim(1) == q.dim(2) && colsum->dim(2) == q.dim(1),
         "attention_prefill: colsum shape");
   }
+  for (const Tensor* t :
+       {&k, &v, static_cast<const Tensor*>(&out), static_cast<const Tensor*>(colsum)}) {
+    if (t) same_device(q, *t, "attention_prefill");
+  }
   H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum);
 }
 
@@ -139,6 +154,11 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
       "attention_decode: new token shapes");
   if (slot_probs) H2OFLEX_CHECK(slot_probs->shape() == slot_pos.shape(), "slot_probs shape");
   if (new_prob) H2OFLEX_CHECK(new_prob->numel() == q.dim(0) * q.dim(1), "new_prob shape");
+  for (const Tensor* t :
+       {&k_cache, &v_cache, &slot_pos, &k_new, &v_new, static_cast<const Tensor*>(&out),
+        static_cast<const Tensor*>(slot_probs), static_cast<const Tensor*>(new_prob)}) {
+    if (t) same_device(q, *t, "attention_decode");
+  }
   H2OFLEX_DISPATCH(q, attention_decode, q, k_cache, v_cache, slot_pos, k_new, v_new, scale, out,
                    slot_probs, new_prob);
 }
@@ -168,6 +188,7 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
       keep.dim(0) == colsum.dim(0) && keep.dim(1) == colsum.dim(1) && keep.dim(2) == heavy + recent,
       "select_heavy_recent: keep shape");
   H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == colsum.dim(0), "select_heavy_recent: pad");
+  same_device(colsum, keep, "select_heavy_recent");
   H2OFLEX_DISPATCH(colsum, select_heavy_recent, colsum, pad, heavy, recent, keep);
 }
 
@@ -179,6 +200,8 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
   H2OFLEX_CHECK(victim.numel() == scores.dim(0) * scores.dim(1), "evict_lowest_score: victim");
   H2OFLEX_CHECK(static_cast<int64_t>(protect_from.size()) == scores.dim(0),
                 "evict_lowest_score: protect_from");
+  same_device(scores, slot_pos, "evict_lowest_score");
+  same_device(scores, victim, "evict_lowest_score");
   H2OFLEX_DISPATCH(scores, evict_lowest_score, scores, slot_pos, protect_from, victim);
 }
 

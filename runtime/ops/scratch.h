@@ -29,7 +29,14 @@ enum class Scratch : int {
   HostAttn,
   TokenIds,  // ids and positions uploaded for the embedding
   Positions,
-  LastHidden,  // the last position of each sequence, before the output head
+  LastHidden,    // the last position of each sequence, before the output head
+  PrefillRank,   // prefill selection: what ranks the prompt tokens (h2o: column sums)
+  PrefillKeep,   // prefill selection: kept positions
+  PrefillScore,  // prefill selection: the score each kept token starts with
+  StageK,        // a prompt's kept slots, built where the prompt was computed, before they go
+  StageV,        //   to slots on another device (a delegated cache)
+  StagePos,
+  StageScore,
   kCount
 };
 
