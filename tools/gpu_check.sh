@@ -6,10 +6,11 @@
 #
 # Benchmark cases (OPT dummy weights, prompt 512, gen 32):
 #   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU (batch 32)
-#   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 80% of the weights and the cache on host,
-#                   cpu_cache_compute, full KV, block 48 x 1 (its cache: ~36 GiB of host RAM)
+#   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 90% of the weights and the cache on host,
+#                   cpu_cache_compute, full KV, block 32 x 1 (its cache: ~24 GiB of host RAM;
+#                   the device plan, f32 activations of 32 x 512 prompt rows included, ~14 GB)
 #   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt), block
-#                   48 x 3: the 3x larger block fits in less host RAM than the full cache's
+#                   32 x 4: the 4x larger block needs less host RAM than the full cache's
 # Every case sets compute_device: cuda, so a machine without a usable GPU fails the case instead
 # of reporting CPU numbers.
 # The 30B runs are projected (decode steps timed and extrapolated). A case's config is read from
@@ -89,7 +90,7 @@ EOF
       local kv="kv: {policy: full}" batches=1
       if [ "$1" = opt-30b-h2o20 ]; then
         kv="kv: {policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"
-        batches=3
+        batches=4
       fi
       cat >"$2" <<EOF
 name: OPT-30B 512+32, device_mem 16GiB, cache on host ($1)
@@ -97,9 +98,9 @@ model: opt-30b
 $common
 projected_steps: 1
 policy:
-  gpu_batch_size: 48
+  gpu_batch_size: 32
   num_gpu_batches: $batches
-  weights: {gpu: 20, cpu: 80}
+  weights: {gpu: 10, cpu: 90}
   cache: {gpu: 0, cpu: 100}
   activations: {gpu: 0, cpu: 100}
   cpu_cache_compute: true
