@@ -4,8 +4,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-
 #include "offload/transfer/transfer_engine.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/streams.h"
@@ -41,42 +39,19 @@ cudaStream_t copy_stream() {
 }  // namespace
 
 // 256-byte alignment is what cudaMalloc guarantees and what the kernels' vector loads need.
-CudaDeviceTier::CudaDeviceTier(uint64_t budget)
-    : MemoryTier(TierKind::Device, "device", budget, 256) {
+CudaDeviceTier::CudaDeviceTier(uint64_t budget) : DeviceMemoryTier(budget, 256) {
   int count = 0;
   CUDA_CHECK(cudaGetDeviceCount(&count));
 }
 
-CudaDeviceTier::~CudaDeviceTier() {
-  for (auto& [ptr, bytes] : sizes_) cudaFree(ptr);
-}
-
-void* CudaDeviceTier::allocate(size_t bytes, std::string_view what) {
-  const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
-  charge(rounded, what);
+void* CudaDeviceTier::raw_allocate(size_t bytes) {
   void* ptr = nullptr;
-  const cudaError_t err = cudaMalloc(&ptr, rounded);
-  if (err != cudaSuccess) {
-    discharge(rounded);
-    CUDA_CHECK(err);
-  }
-  std::lock_guard lock(mutex_);
-  sizes_.emplace(ptr, rounded);
+  CUDA_CHECK(cudaMalloc(&ptr, bytes));
   return ptr;
 }
 
-void CudaDeviceTier::free(void* ptr) {
-  if (ptr == nullptr) return;
-  uint64_t bytes = 0;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = sizes_.find(ptr);
-    H2OFLEX_CHECK(it != sizes_.end(), "tier 'device': free of an unknown pointer");
-    bytes = it->second;
-    sizes_.erase(it);
-  }
+void CudaDeviceTier::raw_free(void* ptr) {
   CUDA_CHECK(cudaFree(ptr));
-  discharge(bytes);
 }
 
 void CudaDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {

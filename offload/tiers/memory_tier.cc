@@ -21,36 +21,22 @@ void MemoryTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   std::memcpy(host_dst, src, bytes);
 }
 
-CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment, bool host_addressable)
-    : MemoryTier(TierKind::Device, "device", budget, alignment),
-      host_addressable_(host_addressable) {}
-
-void CpuDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
-  std::memcpy(dst, host_src, bytes);
-}
-
-void CpuDeviceTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  std::memcpy(host_dst, src, bytes);
-}
-
-CpuDeviceTier::~CpuDeviceTier() {
-  for (auto& [ptr, bytes] : sizes_) std::free(ptr);
-}
-
-void* CpuDeviceTier::allocate(size_t bytes, std::string_view what) {
+void* DeviceMemoryTier::allocate(size_t bytes, std::string_view what) {
   const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
   charge(rounded, what);
-  void* ptr = std::aligned_alloc(alignment(), rounded);
-  if (ptr == nullptr) {
+  void* ptr = nullptr;
+  try {
+    ptr = raw_allocate(rounded);
+  } catch (...) {
     discharge(rounded);
-    throw std::bad_alloc();
+    throw;
   }
   std::lock_guard lock(mutex_);
   sizes_.emplace(ptr, rounded);
   return ptr;
 }
 
-void CpuDeviceTier::free(void* ptr) {
+void DeviceMemoryTier::free(void* ptr) {
   if (ptr == nullptr) return;
   uint64_t bytes = 0;
   {
@@ -60,8 +46,40 @@ void CpuDeviceTier::free(void* ptr) {
     bytes = it->second;
     sizes_.erase(it);
   }
-  std::free(ptr);
+  raw_free(ptr);
   discharge(bytes);
+}
+
+void DeviceMemoryTier::release_all() noexcept {
+  std::lock_guard lock(mutex_);
+  for (auto& [ptr, bytes] : sizes_) {
+    try {
+      raw_free(ptr);
+    } catch (...) {
+    }
+  }
+  sizes_.clear();
+}
+
+CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment, bool host_addressable)
+    : DeviceMemoryTier(budget, alignment), host_addressable_(host_addressable) {}
+
+void* CpuDeviceTier::raw_allocate(size_t bytes) {
+  void* ptr = std::aligned_alloc(alignment(), bytes);
+  if (ptr == nullptr) throw std::bad_alloc();
+  return ptr;
+}
+
+void CpuDeviceTier::raw_free(void* ptr) {
+  std::free(ptr);
+}
+
+void CpuDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  std::memcpy(dst, host_src, bytes);
+}
+
+void CpuDeviceTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  std::memcpy(host_dst, src, bytes);
 }
 
 HostTier::HostTier(uint64_t budget) : MemoryTier(TierKind::Host, "host", budget, 4096) {}

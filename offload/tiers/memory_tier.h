@@ -30,25 +30,45 @@ class MemoryTier : public Tier {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes);
 };
 
+// The compute device's memory, allocated piece by piece from a raw allocator (aligned_alloc,
+// cudaMalloc): the budget charge and the size of each allocation are kept here once. Derived
+// destructors call release_all() (a base destructor cannot reach their raw_free).
+class DeviceMemoryTier : public MemoryTier {
+ public:
+  void* allocate(size_t bytes, std::string_view what = {}) final;
+  void free(void* ptr) final;
+
+ protected:
+  DeviceMemoryTier(uint64_t budget, size_t alignment)
+      : MemoryTier(TierKind::Device, "device", budget, alignment) {}
+  // `bytes` (a multiple of alignment()) or an exception.
+  virtual void* raw_allocate(size_t bytes) = 0;
+  virtual void raw_free(void* ptr) = 0;
+  // Frees every live allocation; for destructors (errors are ignored).
+  void release_all() noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, uint64_t> sizes_;
+};
+
 // The compute device's memory on a CPU-only build: plain RAM with its own budget.
 //
 // `host_addressable = false` makes it behave like a GPU's memory towards the transfer engine
 // and the pipeline (every byte in or out goes through copy_from_host / copy_to_host and the
 // staging paths) while the CPU still computes on it: the GPU data path, testable without a GPU.
-class CpuDeviceTier final : public MemoryTier {
+class CpuDeviceTier final : public DeviceMemoryTier {
  public:
   explicit CpuDeviceTier(uint64_t budget, size_t alignment = 4096, bool host_addressable = true);
-  ~CpuDeviceTier() override;
+  ~CpuDeviceTier() override { release_all(); }
   bool is_host_addressable() const override { return host_addressable_; }
-  void* allocate(size_t bytes, std::string_view what = {}) override;
-  void free(void* ptr) override;
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
 
  private:
+  void* raw_allocate(size_t bytes) override;
+  void raw_free(void* ptr) override;
   bool host_addressable_;
-  std::mutex mutex_;
-  std::unordered_map<void*, uint64_t> sizes_;
 };
 
 // Notified when host memory becomes pinned (usable for DMA) or stops being so. The transfer

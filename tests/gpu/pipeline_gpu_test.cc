@@ -55,28 +55,8 @@ TEST(GpuHuggingFace, PreLayerNormBf16) {
 // staging into device workspaces), KV on host with delegated attention, 3 GPU batches of 1.
 TEST(GpuHuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  const nlohmann::json e = testing_support::expected();
-  const ModelSource src = open_model_source(testing_support::kFixtures + "tiny-postln", false, 0);
-  PipelineSpec spec;
-  spec.device = PipelineDevice::Cuda;
-  spec.cfg = src.config;
-  spec.producer = src.producer;
-  spec.weights_key = src.key;
-  spec.policy.gpu_batch_size = 1;
-  spec.policy.num_gpu_batches = 3;
-  spec.policy.w_gpu = 0;
-  spec.policy.w_cpu = 0;
-  spec.policy.cache_gpu = 0;
-  spec.policy.cache_cpu = 100;
-  spec.policy.cpu_cache_compute = true;
-  spec.limits.disk_path = testing_support::temp_dir();
-  spec.gen.gen_len = e["greedy_steps"].get<int>();
-  spec.prompts = testing_support::prompts(e);
-  const PipelineResult r = run_pipeline(spec);
-  for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(r.tokens[i],
-              e["references"]["tiny-postln"]["greedy_tokens"][i].get<std::vector<int32_t>>());
-  }
+  testing_support::check_pipeline_with_weights_on_disk(
+      PipelineDevice::Cuda, /*cpu_cache_compute=*/true, testing_support::temp_dir());
 }
 
 TEST(GpuPipeline, FullCacheTokensIdenticalAcrossPlacements) {

@@ -11,10 +11,8 @@
 namespace h2oflex {
 namespace {
 
+using testing_support::check_pipeline_with_weights_on_disk;
 using testing_support::check_reference;
-using testing_support::expected;
-using testing_support::kFixtures;
-using testing_support::prompts;
 
 TEST(HuggingFace, PreLayerNormF32) {
   check_reference("tiny-preln", "tiny-preln", ops::ComputeType::F32);
@@ -37,29 +35,11 @@ TEST(HuggingFace, PostLayerNormBf16) {
 
 // The tiered pipeline on a real checkpoint: weights on disk, KV on host, 3 GPU batches of 1.
 TEST(HuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
-  const nlohmann::json e = expected();
-  const ModelSource src = open_model_source(kFixtures + "tiny-postln", false, 0);
-  PipelineSpec spec;
-  spec.cfg = src.config;
-  spec.producer = src.producer;
-  spec.weights_key = src.key;
-  spec.policy.gpu_batch_size = 1;
-  spec.policy.num_gpu_batches = 3;
-  spec.policy.w_gpu = 0;
-  spec.policy.w_cpu = 0;
-  spec.policy.cache_gpu = 0;
-  spec.policy.cache_cpu = 100;
   const auto scratch =
       std::filesystem::temp_directory_path() / ("h2oflex-hf-" + std::to_string(::getpid()));
   std::filesystem::create_directories(scratch);
-  spec.limits.disk_path = scratch.string();
-  spec.gen.gen_len = e["greedy_steps"].get<int>();
-  spec.prompts = prompts(e);
-  const PipelineResult r = run_pipeline(spec);
-  for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(r.tokens[i],
-              e["references"]["tiny-postln"]["greedy_tokens"][i].get<std::vector<int32_t>>());
-  }
+  check_pipeline_with_weights_on_disk(PipelineDevice::Cpu, /*cpu_cache_compute=*/false,
+                                      scratch.string());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "experiments/model_source.h"
 #include "runtime/engine/generator.h"
+#include "runtime/engine/pipeline.h"
 
 namespace h2oflex::testing_support {
 
@@ -126,6 +127,34 @@ inline void check_reference(const std::string& dir, const std::string& ref_name,
   for (size_t i = 0; i < 3; ++i) {
     std::vector<int32_t> want = ref["greedy_tokens"][i].get<std::vector<int32_t>>();
     EXPECT_EQ(c.tokens[i], want) << dir << " sequence " << i;
+  }
+}
+
+// The tiered pipeline on the tiny-postln checkpoint: weights on disk (under `disk_path`), KV in
+// host memory, 3 GPU batches of 1; expects Hugging Face's greedy tokens.
+inline void check_pipeline_with_weights_on_disk(PipelineDevice device, bool cpu_cache_compute,
+                                                const std::string& disk_path) {
+  const nlohmann::json e = expected();
+  const ModelSource src = open_model_source(kFixtures + "tiny-postln", false, 0);
+  PipelineSpec spec;
+  spec.device = device;
+  spec.cfg = src.config;
+  spec.producer = src.producer;
+  spec.weights_key = src.key;
+  spec.policy.gpu_batch_size = 1;
+  spec.policy.num_gpu_batches = 3;
+  spec.policy.w_gpu = 0;
+  spec.policy.w_cpu = 0;
+  spec.policy.cache_gpu = 0;
+  spec.policy.cache_cpu = 100;
+  spec.policy.cpu_cache_compute = cpu_cache_compute;
+  spec.limits.disk_path = disk_path;
+  spec.gen.gen_len = e["greedy_steps"].get<int>();
+  spec.prompts = prompts(e);
+  const PipelineResult r = run_pipeline(spec);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.tokens[i],
+              e["references"]["tiny-postln"]["greedy_tokens"][i].get<std::vector<int32_t>>());
   }
 }
 
