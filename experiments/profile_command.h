@@ -6,7 +6,8 @@
 //  - memcpy between two large RAM buffers (one thread, as the transfer queues copy):
 //    ctog_bdw, gtoc_bdw_cache, gtoc_bdw_hidden;
 //  - sequential disk writes then reads of a fresh file through the offload io engine (io_uring,
-//    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw; then
+//    O_DIRECT, the engine's default chunk and queue depth): ctod_bdw_*, dtoc_bdw (the median of
+//    `repeats` read passes: runs re-read their weight layout, and a shared disk drifts); then
 //    batches of scattered block-sized writes (a decode step's KV write-back): disk_write_op_s;
 //  - whole OPT decoder layers of a reference model (default opt-1.3b) run by the in-RAM engine
 //    in the compute type a run would use (compute_dtype auto): the time of one layer is the
@@ -14,13 +15,15 @@
 //    Its GEMM FLOPs over that time, less the modeled attention, give the effective rates:
 //    prefill -> mm_flops_p, a decode step of each of `decode_rows` sequences ->
 //    mm_flops_g_by_batch (the rate grows with the batch on a CPU; mm_flops_g = the largest
-//    batch's), a decode step of one sequence (streaming the layer's weights once) ->
-//    device_mem_bdw. On a CPU the
+//    batch's). On a CPU the
 //    LayerNorms, residuals, activation conversions and per-op overheads run on the same cores
 //    as the GEMMs and scale with the same tokens, so they belong in the rate, as FlexGen's
 //    fitted constants include them; ops::linear alone on the same shapes is reported for
-//    comparison. The fixed cost of a layer (a tiny layer's decode step) -> layer_overhead_s,
-//    taken out of the rates above;
+//    comparison. One sequence's decode step through a small layer (hidden 256: every parallel
+//    path of a real layer, weights that stay in the caches) -> layer_overhead_s, the fixed cost
+//    of a layer (mostly waking the OpenMP workers, which the binary lets sleep between ops),
+//    taken out of the rates above; through the reference layer, streaming its weights once,
+//    less that -> device_mem_bdw;
 //  - ops::attention_prefill over f32 q/k/v -> bmm_flops_p; ops::attention_decode over a bf16
 //    (or f32) cache -> bmm_flops_g and cpu_flops (the host is the same CPU);
 //  - memory sizes: MemTotal from /proc/meminfo split between the arena and host RAM, free disk

@@ -54,9 +54,13 @@ double HardwareProfile::mm_flops_g_at(int gbs) const {
   if (gbs >= t.back().first) return t.back().second;
   size_t i = 1;
   while (t[i].first < gbs) ++i;
-  const double x0 = std::log2(t[i - 1].first), x1 = std::log2(t[i].first);
-  const double f = (std::log2(gbs) - x0) / (x1 - x0);
-  return t[i - 1].second + f * (t[i].second - t[i - 1].second);
+  // Between two measured batches the step time grows linearly with the rows (each added row
+  // costs its FLOPs at the marginal rate; the weight reads are shared), so interpolate the time
+  // per unit of per-row work, batch / rate, linearly in the batch and turn it back into a rate.
+  const double b0 = t[i - 1].first, b1 = t[i].first;
+  const double tau0 = b0 / t[i - 1].second, tau1 = b1 / t[i].second;
+  const double tau = tau0 + (gbs - b0) / (b1 - b0) * (tau1 - tau0);
+  return gbs / tau;
 }
 
 double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {

@@ -21,8 +21,9 @@
 //   optional: cpu_flops_c1, cpu_flops_c2, cpu_flops_c3 (FlexGen's fitted shape of the host
 //     attention rate in gpu_batch_size and hidden size; default 0)
 //   optional: mm_flops_g_by_batch: {4: 0.11, 16: 0.23, 64: 0.35}   decode GEMM rate (TFLOP/s)
-//     measured at several GPU batch sizes; between them the rate is interpolated in log2(batch),
-//     outside them it stays at the nearest measured one (default: mm_flops_g at every batch)
+//     measured at several GPU batch sizes; between two of them the step time is interpolated
+//     linearly in the batch (batch / rate is affine), outside them the rate stays at the nearest
+//     measured one (default: mm_flops_g at every batch)
 //   optional: disk_write_op_s         seconds per small scattered write to the disk beyond its
 //     bytes (request submission, completion, device latency; default 0); a decode step writes
 //     one such record per (sequence, head) of a disk-resident KV cache
