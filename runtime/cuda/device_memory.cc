@@ -1,76 +1,11 @@
 #include "runtime/cuda/device_memory.h"
 
-#include <algorithm>
-#include <atomic>
-#include <mutex>
+#include <memory>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/streams.h"
 
 namespace h2oflex::cuda {
-
-struct DeviceMemory::State {
-  std::mutex mu;
-  size_t budget = 0;
-  size_t used = 0;
-  size_t peak = 0;
-};
-
-DeviceMemory::DeviceMemory(size_t budget_bytes) : state_(std::make_shared<State>()) {
-  state_->budget = budget_bytes;
-}
-
-std::shared_ptr<void> DeviceMemory::allocate(size_t bytes) {
-  if (bytes == 0) return nullptr;
-  {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (bytes > state_->budget - std::min(state_->used, state_->budget)) {
-      throw DeviceBudgetError(::h2oflex::detail::concat(
-          "device memory budget exceeded: request of ", bytes, " bytes with ", state_->used, " of ",
-          state_->budget, " bytes in use"));
-    }
-    state_->used += bytes;
-    state_->peak = std::max(state_->peak, state_->used);
-  }
-  void* ptr = nullptr;
-  const cudaError_t err = cudaMalloc(&ptr, bytes);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    std::lock_guard<std::mutex> lock(state_->mu);
-    state_->used -= bytes;
-    throw CudaError(::h2oflex::detail::concat("cudaMalloc(", bytes,
-                                              " bytes) failed: ", cudaGetErrorName(err), " (",
-                                              cudaGetErrorString(err), ")"));
-  }
-  std::shared_ptr<State> state = state_;
-  return std::shared_ptr<void>(ptr, [state, bytes](void* p) {
-    cudaFree(p);  // a deleter must not throw
-    std::lock_guard<std::mutex> lock(state->mu);
-    state->used -= bytes;
-  });
-}
-
-Tensor DeviceMemory::allocate_tensor(Shape shape, DType dtype) {
-  const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
-  std::shared_ptr<void> mem = allocate(bytes);
-  void* ptr = mem.get();
-  return Tensor::wrap(ptr, std::move(shape), dtype, Device::CUDA, std::move(mem));
-}
-
-size_t DeviceMemory::budget() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->budget;
-}
-
-size_t DeviceMemory::used() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->used;
-}
-
-size_t DeviceMemory::peak() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->peak;
-}
 
 Tensor device_empty(Shape shape, DType dtype) {
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);

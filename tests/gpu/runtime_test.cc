@@ -1,5 +1,5 @@
-// CUDA runtime pieces: error macros, device probe, Philox parity, streams/events, device memory
-// budget and pinned registration. The first three need no GPU and always run.
+// CUDA runtime pieces: error macros, device probe, Philox parity, streams/events, the GPU memory
+// tier and pinned registration. The first three need no GPU and always run.
 #include <gtest/gtest.h>
 
 #include "gpu_test_support.h"
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "offload/tiers/cuda_device_tier.h"
 #include "runtime/core/rng.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/philox_device.h"
@@ -104,24 +105,30 @@ TEST(CudaStreams, NamedStreamsAreDistinctAndEventsOrderThem) {
   EXPECT_EQ(std::memcmp(back.raw(), host.raw(), host.nbytes()), 0);
 }
 
-TEST(CudaDeviceMemory, BudgetIsEnforcedAndReturned) {
+// The GPU memory tier: the budget is enforced (a configuration problem, exit code 2), freed
+// bytes return to it, and bytes copied in come back out.
+TEST(CudaDeviceTier, BudgetIsEnforcedAndCopiesRoundTrip) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  cuda::DeviceMemory mem(3 << 20);
-  {
-    Tensor a = mem.allocate_tensor({1 << 18}, DType::F32);  // 1 MiB
-    EXPECT_EQ(a.device(), Device::CUDA);
-    EXPECT_EQ(mem.used(), 1u << 20);
-    auto b = mem.allocate(2 << 20);
-    EXPECT_EQ(mem.used(), 3u << 20);
-    try {
-      mem.allocate(1);
-      FAIL() << "allocation beyond the budget succeeded";
-    } catch (const cuda::DeviceBudgetError& e) {
-      EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos);
-    }
+  CudaDeviceTier tier(3 << 20);
+  EXPECT_FALSE(tier.is_host_addressable());
+  void* a = tier.allocate(1 << 20, "a");
+  void* b = tier.allocate((2 << 20) - 100, "b");  // rounded up to the tier's alignment
+  EXPECT_EQ(tier.used(), 3u << 20);
+  try {
+    tier.allocate(1, "one byte too many");
+    FAIL() << "allocation beyond the budget succeeded";
+  } catch (const TierBudgetError& e) {
+    EXPECT_NE(std::string(e.what()).find("one byte too many"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(mem.used(), 0u);
-  EXPECT_EQ(mem.peak(), 3u << 20);
+  std::vector<int32_t> in(1 << 18), out(1 << 18, 0);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int32_t>(i * 7919);
+  tier.copy_from_host(a, in.data(), in.size() * 4);
+  tier.copy_to_host(out.data(), a, out.size() * 4);
+  EXPECT_EQ(out, in);
+  tier.free(a);
+  tier.free(b);
+  EXPECT_EQ(tier.used(), 0u);
+  EXPECT_EQ(tier.peak(), 3u << 20);
 }
 
 TEST(CudaPinned, RegisteredMmapBufferRoundTrips) {
