@@ -10,11 +10,18 @@
 namespace h2oflex {
 
 namespace {
-PartialWeightProducer dummy_partial_producer(uint64_t seed) {
-  return [seed](const WeightSpec& spec, DType dtype, uint64_t first, uint64_t count, void* dst) {
-    dummy_weight_fill(spec, seed, dtype, first, count, dst);
-  };
+
+// Seeded random weights for `src.config`; `what` describes where the config came from.
+ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const std::string& what,
+                                uint64_t seed) {
+  src.producer = dummy_weight_producer(seed);
+  src.partial = [seed](const WeightSpec& spec, DType dtype, uint64_t first, uint64_t count,
+                       void* dst) { dummy_weight_fill(spec, seed, dtype, first, count, dst); };
+  src.description = detail::concat(name, " (", what, "dummy weights, seed ", seed, ")");
+  src.key = detail::concat(name, ":dummy:seed=", seed);
+  return src;
 }
+
 }  // namespace
 
 ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
@@ -24,11 +31,7 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
                         "' names a published OPT model, whose weights are not on this machine: "
                         "set dummy: true, or point model at a Hugging Face directory");
     src.config = *cfg;
-    src.producer = dummy_weight_producer(seed);
-    src.partial = dummy_partial_producer(seed);
-    src.description = detail::concat(cfg->name, " (dummy weights, seed ", seed, ")");
-    src.key = detail::concat(cfg->name, ":dummy:seed=", seed);
-    return src;
+    return with_dummy_weights(src, cfg->name, "", seed);
   }
   const std::filesystem::path dir(model);
   H2OFLEX_INPUT_CHECK(
@@ -42,13 +45,7 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
     src.config = to_opt_config(read_hf_opt_config(dir / "config.json"), dir.filename().string());
-    if (dummy) {
-      src.producer = dummy_weight_producer(seed);
-      src.partial = dummy_partial_producer(seed);
-      src.description = detail::concat(model, " (config only, dummy weights, seed ", seed, ")");
-      src.key = detail::concat(model, ":dummy:seed=", seed);
-      return src;
-    }
+    if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
     std::shared_ptr<WeightLayout> layout = WeightLayout::open(dir.string());
     for (const WeightSpec& spec : opt_weight_specs(src.config)) {
       const WeightRecord& r = layout->record(layout->find(spec.name));
@@ -63,13 +60,7 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
   }
   auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
   src.config = to_opt_config(ckpt->config(), dir.filename().string());
-  if (dummy) {
-    src.producer = dummy_weight_producer(seed);
-    src.partial = dummy_partial_producer(seed);
-    src.description = detail::concat(model, " (config only, dummy weights, seed ", seed, ")");
-    src.key = detail::concat(model, ":dummy:seed=", seed);
-    return src;
-  }
+  if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
   // Every tensor must exist with the shape config.json implies; checked before any work.
   for (const WeightSpec& spec : opt_weight_specs(src.config)) ckpt->get(spec.name, spec.shape);
   src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {

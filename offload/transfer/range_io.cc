@@ -39,6 +39,24 @@ size_t bounce_span(const Bounce& bounce, size_t block) {
   return span;
 }
 
+// When the aligned middle of [offset, offset + length) can move straight between the file and
+// `buf` (its address in `buf` is aligned too): moves it with middle(file offset, pointer, bytes),
+// the unaligned edges with edge(...) (through the bounce buffer), and returns true.
+template <typename Byte, typename Middle, typename Edge>
+bool split_aligned_middle(const DiskFile& file, uint64_t offset, Byte* buf, size_t length,
+                          Middle&& middle, Edge&& edge) {
+  const size_t a = file.offset_align();
+  const uint64_t end = offset + length;
+  const uint64_t mid_begin = up(offset, a), mid_end = down(end, a);
+  if (mid_end <= mid_begin || !ptr_aligned(buf + (mid_begin - offset), file.mem_align())) {
+    return false;
+  }
+  middle(mid_begin, buf + (mid_begin - offset), mid_end - mid_begin);
+  if (offset < mid_begin) edge(offset, buf, mid_begin - offset);
+  if (end > mid_end) edge(mid_end, buf + (mid_end - offset), end - mid_end);
+  return true;
+}
+
 }  // namespace
 
 void read_range(IoEngine& io, const DiskFile& file, uint64_t offset, void* dst, size_t length,
@@ -49,18 +67,15 @@ void read_range(IoEngine& io, const DiskFile& file, uint64_t offset, void* dst, 
     io.read(file, offset, out, length);
     return;
   }
-  const size_t a = file.offset_align();
-  const size_t m = file.mem_align();
-  const uint64_t end = offset + length;
-  const uint64_t mid_begin = up(offset, a), mid_end = down(end, a);
   // Straight into the caller's memory for the aligned middle, when its address allows it.
-  if (mid_end > mid_begin && ptr_aligned(out + (mid_begin - offset), m)) {
-    io.read(file, mid_begin, out + (mid_begin - offset), mid_end - mid_begin);
-    if (offset < mid_begin) read_range(io, file, offset, out, mid_begin - offset, bounce);
-    if (end > mid_end)
-      read_range(io, file, mid_end, out + (mid_end - offset), end - mid_end, bounce);
+  if (split_aligned_middle(
+          file, offset, out, length,
+          [&](uint64_t at, char* p, size_t n) { io.read(file, at, p, n); },
+          [&](uint64_t at, char* p, size_t n) { read_range(io, file, at, p, n, bounce); })) {
     return;
   }
+  const size_t a = file.offset_align();
+  const uint64_t end = offset + length;
   const size_t span = bounce_span(bounce, file.block());
   for (uint64_t pos = down(offset, a); pos < end; pos += span) {
     const size_t len = static_cast<size_t>(std::min<uint64_t>(span, up(end, a) - pos));
@@ -80,17 +95,14 @@ void write_range(IoEngine& io, DiskFile& file, uint64_t offset, const void* src,
     io.write(file, offset, in, length);
     return;
   }
-  const size_t a = file.offset_align();
-  const size_t m = file.mem_align();
-  const uint64_t end = offset + length;
-  const uint64_t mid_begin = up(offset, a), mid_end = down(end, a);
-  if (mid_end > mid_begin && ptr_aligned(in + (mid_begin - offset), m)) {
-    io.write(file, mid_begin, in + (mid_begin - offset), mid_end - mid_begin);
-    if (offset < mid_begin) write_range(io, file, offset, in, mid_begin - offset, bounce);
-    if (end > mid_end)
-      write_range(io, file, mid_end, in + (mid_end - offset), end - mid_end, bounce);
+  if (split_aligned_middle(
+          file, offset, in, length,
+          [&](uint64_t at, const char* p, size_t n) { io.write(file, at, p, n); },
+          [&](uint64_t at, const char* p, size_t n) { write_range(io, file, at, p, n, bounce); })) {
     return;
   }
+  const size_t a = file.offset_align();
+  const uint64_t end = offset + length;
   const size_t span = bounce_span(bounce, file.block());
   for (uint64_t pos = down(offset, a); pos < end; pos += span) {
     const size_t len = static_cast<size_t>(std::min<uint64_t>(span, up(end, a) - pos));

@@ -4,6 +4,7 @@
 
 #include "runtime/core/timer.h"
 #include "runtime/engine/layer_step.h"
+#include "runtime/ops/scratch.h"
 
 namespace h2oflex {
 
@@ -129,7 +130,8 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& host_weig
       ids.data<int32_t>()[i] = next[i];
       pos.data<int32_t>()[i] = t - pb.pad[i];
     }
-    opt_embed(cfg, w.embed, opt.compute, ops::on_device(ids, dev), ops::on_device(pos, dev), last);
+    opt_embed(cfg, w.embed, opt.compute, ops::scratch_copy(ops::Scratch::TokenIds, ids, dev),
+              ops::scratch_copy(ops::Scratch::Positions, pos, dev), last);
     for (int64_t l = 0; l < cfg.layers; ++l) {
       decode_layer(cfg, w.layers[l], opt.compute, opt.eviction, t, last, cache[l]);
     }

@@ -58,12 +58,6 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
   // another device (a cache the host attends to) then receive only the kept slots.
   const Device dev = k.device();
   using ops::Scratch;
-  auto host_to_dev = [&](const Tensor& host, Scratch purpose) {
-    if (dev == Device::CPU) return host;
-    Tensor t = ops::scratch(purpose, host.shape(), host.dtype(), dev);
-    ops::copy(host, t);
-    return t;
-  };
   // keep[b, heads, n_keep]: padded positions to store, ascending, -1 for unused; and the score
   // each kept token starts with (h2o: its column sum; streaming: sinks +inf, others position).
   Tensor keep, keep_score;
@@ -77,7 +71,7 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
       for (int64_t bh = 0; bh < b * heads; ++bh) {
         for (int64_t j = 0; j < s; ++j) host.data<float>()[bh * s + j] = -static_cast<float>(j);
       }
-      rank = host_to_dev(host, Scratch::PrefillRank);
+      rank = ops::scratch_copy(Scratch::PrefillRank, host, dev);
     }
     keep =
         ops::scratch(Scratch::PrefillKeep, {b, heads, rule.heavy + rule.recent}, DType::I32, dev);
@@ -90,7 +84,7 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
         host.data<int32_t>()[bh * s + j] = j < pad[bh / heads] ? -1 : static_cast<int32_t>(j);
       }
     }
-    keep = host_to_dev(host, Scratch::PrefillKeep);
+    keep = ops::scratch_copy(Scratch::PrefillKeep, host, dev);
   }
   if (rule.kind == EvictionRule::Kind::H2O) keep_score = *colsum;
   if (rule.kind == EvictionRule::Kind::Streaming) {
@@ -101,7 +95,7 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
             streaming_score(static_cast<int32_t>(j), pad[bh / heads], rule.heavy);
       }
     }
-    keep_score = host_to_dev(host, Scratch::PrefillScore);
+    keep_score = ops::scratch_copy(Scratch::PrefillScore, host, dev);
   }
   const bool staged = slots.k.device() != dev;
   KvSlots target = slots;

@@ -102,8 +102,6 @@ class Pipeline {
   }
   // Where a layer's slot positions and scores live: with the attention that reads them.
   TierKind meta_tier(TierKind kv_home) const;
-  // A host tensor as the compute device sees it (copied into `purpose`'s scratch on a GPU).
-  Tensor to_compute(const Tensor& host, ops::Scratch purpose) const;
 
   PipelineSpec spec_;
   const OptConfig& cfg_;
@@ -192,13 +190,6 @@ TierKind Pipeline::meta_tier(TierKind kv_home) const {
   // The device computes it on a workspace copy of the slots; on the CPU-only hierarchy the
   // host memory is equally close, and keeps the arena free for weights.
   return separate_ ? TierKind::Device : TierKind::Host;
-}
-
-Tensor Pipeline::to_compute(const Tensor& host, ops::Scratch purpose) const {
-  if (dev_ == Device::CPU) return host;
-  Tensor t = ops::scratch(purpose, host.shape(), host.dtype(), dev_);
-  ops::copy(host, t);
-  return t;
 }
 
 Location Pipeline::loc(const Home& h) const {
@@ -652,10 +643,11 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
   if (unit == 0) {
     const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);
     if (prefill) {
-      const Tensor ids = to_compute(padded_.ids.slice(first_row * s, (first_row + gbs_) * s),
-                                    ops::Scratch::TokenIds);
-      const Tensor pos = to_compute(padded_.positions.slice(first_row * s, (first_row + gbs_) * s),
-                                    ops::Scratch::Positions);
+      const int64_t rows0 = first_row * s, rows1 = (first_row + gbs_) * s;
+      const Tensor ids =
+          ops::scratch_copy(ops::Scratch::TokenIds, padded_.ids.slice(rows0, rows1), dev_);
+      const Tensor pos =
+          ops::scratch_copy(ops::Scratch::Positions, padded_.positions.slice(rows0, rows1), dev_);
       opt_embed(cfg_, ew, ct, ids, pos, hidden);
     } else {
       Tensor ids = Tensor::empty({gbs_}, DType::I32), pos = Tensor::empty({gbs_}, DType::I32);
@@ -664,8 +656,8 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
         ids.data<int32_t>()[i] = next_ids_[batch][i];
         pos.data<int32_t>()[i] = t - pad[i];
       }
-      opt_embed(cfg_, ew, ct, to_compute(ids, ops::Scratch::TokenIds),
-                to_compute(pos, ops::Scratch::Positions), hidden);
+      opt_embed(cfg_, ew, ct, ops::scratch_copy(ops::Scratch::TokenIds, ids, dev_),
+                ops::scratch_copy(ops::Scratch::Positions, pos, dev_), hidden);
     }
   } else if (unit == units() - 1) {
     const OptEmbeddingWeights ew = bind_embedding_unit(unit, w);

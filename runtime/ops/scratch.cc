@@ -22,4 +22,11 @@ Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device) {
   return Tensor::wrap(buf.raw(), std::move(shape), dtype, device, buf.holder());
 }
 
+Tensor scratch_copy(Scratch purpose, const Tensor& t, Device device) {
+  if (t.device() == device) return t;
+  Tensor out = scratch(purpose, t.shape(), t.dtype(), device);
+  copy(t, out);
+  return out;
+}
+
 }  // namespace h2oflex::ops

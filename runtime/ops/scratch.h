@@ -43,4 +43,8 @@ enum class Scratch : int {
 // A contiguous tensor of `shape` and `dtype` on `device`; contents are undefined.
 Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device);
 
+// `t` as the code on `device` sees it: `t` itself when it is already there, else a copy in
+// `purpose`'s buffer on `device` (small per-step inputs such as token ids, uploaded to a GPU).
+Tensor scratch_copy(Scratch purpose, const Tensor& t, Device device);
+
 }  // namespace h2oflex::ops

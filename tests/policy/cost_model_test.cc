@@ -9,26 +9,15 @@
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
 #include "runtime/core/error.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace h2oflex::policy {
 namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-HardwareProfile t4() {
-  return load_hardware_profile(std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/t4.yaml");
-}
-
-// OPT shapes written out here, independently of models/.
-ModelShape opt(int layers, int hidden, int heads) {
-  ModelShape m;
-  m.name = "opt";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.ffn = 4 * hidden;
-  m.heads = heads;
-  return m;
-}
+using testing_support::opt;
+using testing_support::t4;
 
 Policy make(int gbs, int ngb, double wg, double wc, double cg, double cc, double hg, double hc,
             bool ccc) {

@@ -5,23 +5,13 @@
 #include <random>
 
 #include "policy/search.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace h2oflex::policy {
 namespace {
 
-HardwareProfile t4() {
-  return load_hardware_profile(std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/t4.yaml");
-}
-
-ModelShape opt(int layers, int hidden, int heads) {
-  ModelShape m;
-  m.name = "opt";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.ffn = 4 * hidden;
-  m.heads = heads;
-  return m;
-}
+using testing_support::opt;
+using testing_support::t4;
 
 TEST(Search, Opt175BUnderTenSecondsAndFits) {
   const HardwareProfile hw = t4();
