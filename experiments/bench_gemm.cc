@@ -12,7 +12,7 @@
 #include "runtime/core/half.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/timer.h"
-#include "runtime/engine/generator.h"
+#include "engine/generator.h"
 
 namespace h2oflex {
 

@@ -5,7 +5,7 @@
 
 #include "experiments/model_source.h"
 #include "runtime/core/timer.h"
-#include "runtime/engine/model_layout.h"
+#include "engine/model_layout.h"
 
 namespace h2oflex {
 

@@ -15,7 +15,7 @@
 #include "experiments/run_config.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
-#include "runtime/engine/compute_device.h"
+#include "engine/compute_device.h"
 
 namespace h2oflex {
 

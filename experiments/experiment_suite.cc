@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "models/opt/opt_model.h"
-#include "runtime/engine/model_layout.h"
+#include "engine/model_layout.h"
 
 namespace h2oflex {
 

@@ -7,7 +7,7 @@
 #include "models/opt/opt_config.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 #include "policy/search.h"
 
 namespace h2oflex {

@@ -24,7 +24,7 @@
 #include "runtime/core/rng.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/timer.h"
-#include "runtime/engine/generator.h"
+#include "engine/generator.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {

@@ -8,11 +8,11 @@
 #include "experiments/model_source.h"
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 #include "runtime/core/rng.h"
-#include "runtime/engine/compute_device.h"
-#include "runtime/engine/generator.h"
-#include "runtime/engine/pipeline.h"
+#include "engine/compute_device.h"
+#include "engine/generator.h"
+#include "engine/pipeline.h"
 
 namespace h2oflex {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "policy/eviction.h"
-#include "runtime/ops/op_types.h"
+#include "runtime/core/op_types.h"
 
 namespace h2oflex {
 

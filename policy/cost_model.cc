@@ -162,7 +162,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double hid = ab * d.s * d.h1 * d.bls;
     PhaseTerms& t = e.prefill;
     if (cpu_hierarchy) {
-      // What the engine moves (runtime/engine/pipeline.cc): host-resident weights and
+      // What the engine moves (engine/pipeline.cc): host-resident weights and
       // activations are computed on in place, as is a host-resident KV cache with
       // cpu_cache_compute; a KV home off the arena receives the whole slot array of each layer
       // and GPU batch from the workspace prefill computed it in (memcpy to host, io to disk);

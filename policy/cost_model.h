@@ -18,7 +18,7 @@
 #include <string>
 
 #include "policy/hardware.h"
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 
 namespace h2oflex::policy {
 

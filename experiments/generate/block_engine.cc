@@ -1,8 +1,8 @@
 #include "experiments/generate/block_engine.h"
 
-#include "runtime/engine/compute_device.h"
-#include "runtime/engine/generator.h"
-#include "runtime/engine/pipeline.h"
+#include "engine/compute_device.h"
+#include "engine/generator.h"
+#include "engine/pipeline.h"
 
 namespace h2oflex::generate {
 

@@ -11,8 +11,8 @@
 #include "experiments/generate/generate_job.h"
 #include "experiments/model_source.h"
 #include "experiments/run_config.h"
-#include "policy/placement.h"
-#include "runtime/engine/pipeline.h"
+#include "policy/run_policy.h"
+#include "engine/pipeline.h"
 
 namespace h2oflex::generate {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "offload/transfer/transfer_engine.h"
-#include "offload/weights/placement.h"
+#include "offload/weights/home_tiers.h"
 #include "offload/weights/weight_layout.h"
 
 namespace h2oflex {

@@ -2,7 +2,7 @@
 // Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher.
 #pragma once
 
-#include "runtime/ops/op_types.h"
+#include "runtime/core/op_types.h"
 
 namespace h2oflex::cpu {
 

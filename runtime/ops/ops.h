@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "runtime/core/tensor.h"
-#include "runtime/ops/op_types.h"
+#include "runtime/core/op_types.h"
 
 namespace h2oflex::ops {
 

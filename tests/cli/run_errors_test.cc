@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/engine/compute_device.h"
+#include "engine/compute_device.h"
 #include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;

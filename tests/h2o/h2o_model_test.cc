@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "runtime/engine/generator.h"
+#include "engine/generator.h"
 
 namespace h2oflex {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "runtime/engine/kv_slots.h"
+#include "engine/kv_slots.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {

@@ -7,7 +7,7 @@
 
 #include "experiments/convert_command.h"
 #include "experiments/model_source.h"
-#include "runtime/engine/generator.h"
+#include "engine/generator.h"
 #include "tests/support/scratch_dir.h"
 
 namespace h2oflex {

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "policy/placement.h"
-#include "runtime/engine/pipeline.h"
+#include "policy/run_policy.h"
+#include "engine/pipeline.h"
 #include "tests/support/hf_fixtures.h"
 
 namespace h2oflex {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "offload/weights/placement.h"
+#include "offload/weights/home_tiers.h"
 #include "offload/weights/weight_store.h"
 #include "runtime/core/half.h"
 #include "runtime/core/rng.h"

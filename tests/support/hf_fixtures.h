@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "experiments/model_source.h"
-#include "runtime/engine/generator.h"
-#include "runtime/engine/pipeline.h"
+#include "engine/generator.h"
+#include "engine/pipeline.h"
 
 namespace h2oflex::testing_support {
 

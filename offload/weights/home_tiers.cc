@@ -1,4 +1,4 @@
-#include "offload/weights/placement.h"
+#include "offload/weights/home_tiers.h"
 
 #include <cmath>
 

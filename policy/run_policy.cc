@@ -1,4 +1,4 @@
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 
 #include <cmath>
 #include <cstdio>

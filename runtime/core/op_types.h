@@ -1,4 +1,5 @@
-// Types shared by the op interface and its backends.
+// Types shared by the op interface (runtime/ops) and its backends (runtime/cpu, runtime/cuda),
+// kept on the ground floor so the backends need not include the interface above them.
 #pragma once
 
 #include <cstdint>

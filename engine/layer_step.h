@@ -4,7 +4,7 @@
 
 #include "models/opt/opt_layers.h"
 #include "policy/eviction.h"
-#include "runtime/engine/kv_slots.h"
+#include "engine/kv_slots.h"
 
 namespace h2oflex {
 

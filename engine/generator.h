@@ -8,7 +8,7 @@
 
 #include "models/opt/opt_model.h"
 #include "policy/eviction.h"
-#include "runtime/engine/kv_slots.h"
+#include "engine/kv_slots.h"
 
 namespace h2oflex {
 

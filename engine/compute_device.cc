@@ -1,4 +1,4 @@
-#include "runtime/engine/compute_device.h"
+#include "engine/compute_device.h"
 
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/device.h"

@@ -1,4 +1,4 @@
-#include "runtime/engine/layer_step.h"
+#include "engine/layer_step.h"
 
 #include "runtime/ops/scratch.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/engine/model_layout.h"
+#include "engine/model_layout.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -25,9 +25,9 @@
 #include "models/opt/opt_model.h"
 #include "offload/transfer/transfer_engine.h"
 #include "policy/eviction.h"
-#include "policy/placement.h"
-#include "runtime/engine/generator.h"
-#include "runtime/engine/model_layout.h"
+#include "policy/run_policy.h"
+#include "engine/generator.h"
+#include "engine/model_layout.h"
 
 namespace h2oflex {
 

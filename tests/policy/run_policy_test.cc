@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "policy/placement.h"
+#include "policy/run_policy.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/engine/pipeline.h"
+#include "engine/pipeline.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,10 +10,10 @@
 #include "offload/tiers/cuda_device_tier.h"
 #include "offload/tiers/disk_tier.h"
 #include "offload/tiers/memory_tier.h"
-#include "offload/weights/placement.h"
+#include "offload/weights/home_tiers.h"
 #include "runtime/core/timer.h"
-#include "runtime/engine/device_pinning.h"
-#include "runtime/engine/layer_step.h"
+#include "engine/device_pinning.h"
+#include "engine/layer_step.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {

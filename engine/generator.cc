@@ -1,9 +1,9 @@
-#include "runtime/engine/generator.h"
+#include "engine/generator.h"
 
 #include <algorithm>
 
 #include "runtime/core/timer.h"
-#include "runtime/engine/layer_step.h"
+#include "engine/layer_step.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {

@@ -1,4 +1,4 @@
-#include "runtime/engine/kv_slots.h"
+#include "engine/kv_slots.h"
 
 #include <algorithm>
 #include <limits>

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/engine/pipeline.h"
+#include "engine/pipeline.h"
 
 namespace h2oflex {
 

@@ -1,4 +1,4 @@
-#include "runtime/engine/device_pinning.h"
+#include "engine/device_pinning.h"
 
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/device.h"
