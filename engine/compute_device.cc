@@ -1,5 +1,7 @@
 #include "engine/compute_device.h"
 
+#include "runtime/core/error.h"
+
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/device.h"
 #endif

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/pipeline.h"
+#include "engine/pipeline_device.h"
 
 namespace h2oflex {
 

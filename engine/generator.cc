@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "runtime/core/timer.h"
 #include "engine/layer_step.h"
+#include "runtime/core/timer.h"
+#include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {
@@ -45,74 +46,67 @@ void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t fir
               ids);
 }
 
-OptWeights weights_on_device(const OptWeights& w, Device device) {
-  OptWeights out = w;
-  auto move = [&](Tensor& t) {
-    if (t.raw() != nullptr) t = ops::on_device(t, device);
-  };
-  for (Tensor* t : {&out.embed.tokens, &out.embed.positions, &out.embed.project_in,
-                    &out.embed.project_out, &out.embed.final_ln_w, &out.embed.final_ln_b}) {
-    move(*t);
-  }
-  for (OptLayerWeights& l : out.layers) {
-    for (Tensor* t :
-         {&l.attn_ln_w, &l.attn_ln_b, &l.q_w, &l.q_b, &l.k_w, &l.k_b, &l.v_w, &l.v_b, &l.o_w,
-          &l.o_b, &l.ffn_ln_w, &l.ffn_ln_b, &l.fc1_w, &l.fc1_b, &l.fc2_w, &l.fc2_b}) {
-      move(*t);
-    }
-  }
-  return out;
+Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded) {
+  Tensor pos = Tensor::empty({static_cast<int64_t>(pad.size())}, DType::I32);
+  for (size_t i = 0; i < pad.size(); ++i) pos.data<int32_t>()[i] = padded - pad[i];
+  return pos;
 }
 
-GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& host_weights,
+GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& host_weights,
                                const std::vector<std::vector<int32_t>>& prompts,
                                const GenerateOptions& opt) {
   const Device dev = opt.device;
-  const OptWeights w = weights_on_device(host_weights, dev);
-  const PaddedBatch pb = pad_prompts(prompts, cfg.pad_id);
-  const int64_t b = pb.batch, s = pb.seq, H = cfg.hidden, heads = cfg.heads;
-  const int64_t d = cfg.head_dim();
+  const ModelWeights w = host_weights.on_device(dev);
+  std::vector<std::unique_ptr<UnitWeights>> units;
+  for (int u = 0; u < model.units(); ++u) units.push_back(model.bind(u, w.of_unit(model, u)));
+  const UnitWeights& embedding = *units.front();
+  const UnitWeights& head = *units.back();
+  const SpecialTokens tokens = model.special_tokens();
+  const KvGeometry g = model.kv_geometry();
+  const PaddedBatch pb = pad_prompts(prompts, tokens.pad);
+  const int64_t b = pb.batch, s = pb.seq, H = model.hidden(), kv_heads = g.kv_heads;
+  const int64_t d = g.head_dim, L = model.layers(), vocab = model.vocab();
   const int capacity = opt.eviction.capacity(static_cast<int>(s), opt.gen_len);
-  H2OFLEX_INPUT_CHECK(s + opt.gen_len <= cfg.max_positions, "prompt (", s, ") + gen_len (",
-                      opt.gen_len, ") exceeds the model's ", cfg.max_positions, " positions");
+  H2OFLEX_INPUT_CHECK(s + opt.gen_len <= model.max_positions(), "prompt (", s, ") + gen_len (",
+                      opt.gen_len, ") exceeds the model's ", model.max_positions(), " positions");
   GenerateOutput out;
   out.tokens.resize(static_cast<size_t>(b));
   std::vector<KvSlots> cache;
-  for (int64_t l = 0; l < cfg.layers; ++l) {
-    cache.push_back(KvSlots::allocate(b, heads, capacity, d, opt.kv_dtype, dev));
+  for (int64_t l = 0; l < L; ++l) {
+    cache.push_back(KvSlots::allocate(b, kv_heads, capacity, d, opt.kv_dtype, dev));
   }
 
   // Prefill.
   Stopwatch watch;
   Tensor hidden = ops::empty({b * s, H}, DType::F32, dev);
-  opt_embed(cfg, w.embed, opt.compute, ops::on_device(pb.ids, dev),
-            ops::on_device(pb.positions, dev), hidden);
-  Tensor k = ops::empty({b, s, heads, d}, DType::F32, dev);
-  Tensor v = ops::empty({b, s, heads, d}, DType::F32, dev);
-  Tensor colsum = ops::empty({b, heads, s}, DType::F32, dev);
+  const Tensor prompt_pos = ops::on_device(pb.positions, dev);
+  model.embed(embedding, opt.compute, ops::on_device(pb.ids, dev), prompt_pos, hidden);
+  Tensor k = ops::empty({b, s, kv_heads, d}, DType::F32, dev);
+  Tensor v = ops::empty({b, s, kv_heads, d}, DType::F32, dev);
+  Tensor colsum = ops::empty({b, kv_heads, s}, DType::F32, dev);
   const bool scores = opt.eviction.uses_attention_scores();
-  for (int64_t l = 0; l < cfg.layers; ++l) {
-    opt_layer_prefill(cfg, w.layers[l], opt.compute, hidden, b, s, pb.pad, k, v,
-                      scores ? &colsum : nullptr);
+  for (int64_t l = 0; l < L; ++l) {
+    prefill_layer(model, *units[l + 1], opt.compute, hidden, b, s, pb.pad, prompt_pos, k, v,
+                  scores ? &colsum : nullptr);
     kv_prefill(opt.eviction, k, v, scores ? &colsum : nullptr, pb.pad, cache[l]);
   }
   if (opt.all_prompt_logits && opt.on_logits) {
-    Tensor all = ops::empty({b * s, cfg.vocab}, DType::F32, dev);
-    opt_logits(cfg, w.embed, opt.compute, hidden, all);
+    Tensor all = ops::empty({b * s, vocab}, DType::F32, dev);
+    model.logits(head, opt.compute, hidden, all);
     opt.on_logits(-1, ops::on_device(all, Device::CPU));
   }
   // Its own buffer: last_positions returns scratch that the decode layers reuse.
   Tensor last = ops::empty({b, H}, DType::F32, dev);
   ops::copy(last_positions(hidden, b, s), last);
-  Tensor logits = ops::empty({b, cfg.vocab}, DType::F32, dev);
-  opt_logits(cfg, w.embed, opt.compute, last, logits);
+  Tensor logits = ops::empty({b, vocab}, DType::F32, dev);
+  model.logits(head, opt.compute, last, logits);
   out.prefill_s = watch.elapsed();
 
   // Decode.
   watch.reset();
   std::vector<bool> done(static_cast<size_t>(b), false);
   std::vector<int32_t> next;
-  Tensor ids = Tensor::empty({b}, DType::I32), pos = Tensor::empty({b}, DType::I32);
+  Tensor ids = Tensor::empty({b}, DType::I32);
   for (int step = 0; step < opt.gen_len; ++step) {
     if (opt.on_logits) opt.on_logits(step, ops::on_device(logits, Device::CPU));
     choose_tokens(logits, opt, 0, step, next);
@@ -120,22 +114,20 @@ GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& host_weig
     for (int64_t i = 0; i < b; ++i) {
       if (!done[i]) {
         out.tokens[i].push_back(next[i]);
-        if (opt.stop_at_eos && next[i] == cfg.eos_id) done[i] = true;
+        if (opt.stop_at_eos && next[i] == tokens.eos) done[i] = true;
       }
       all_done = all_done && done[i];
     }
     if (all_done || step + 1 == opt.gen_len) break;
     const int32_t t = static_cast<int32_t>(s + step);  // padded position of the new token
-    for (int64_t i = 0; i < b; ++i) {
-      ids.data<int32_t>()[i] = next[i];
-      pos.data<int32_t>()[i] = t - pb.pad[i];
+    for (int64_t i = 0; i < b; ++i) ids.data<int32_t>()[i] = next[i];
+    const Tensor pos = ops::scratch_copy(ops::Scratch::Positions, decode_positions(pb.pad, t), dev);
+    model.embed(embedding, opt.compute, ops::scratch_copy(ops::Scratch::TokenIds, ids, dev), pos,
+                last);
+    for (int64_t l = 0; l < L; ++l) {
+      decode_layer(model, *units[l + 1], opt.compute, opt.eviction, t, pos, last, cache[l]);
     }
-    opt_embed(cfg, w.embed, opt.compute, ops::scratch_copy(ops::Scratch::TokenIds, ids, dev),
-              ops::scratch_copy(ops::Scratch::Positions, pos, dev), last);
-    for (int64_t l = 0; l < cfg.layers; ++l) {
-      decode_layer(cfg, w.layers[l], opt.compute, opt.eviction, t, last, cache[l]);
-    }
-    opt_logits(cfg, w.embed, opt.compute, last, logits);
+    model.logits(head, opt.compute, last, logits);
   }
   out.decode_s = watch.elapsed();
   if (opt.capture_kept) {

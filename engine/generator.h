@@ -6,9 +6,9 @@
 #include <functional>
 #include <vector>
 
-#include "models/opt/opt_model.h"
-#include "policy/eviction.h"
 #include "engine/kv_slots.h"
+#include "models/decoder_model.h"
+#include "policy/eviction.h"
 
 namespace h2oflex {
 
@@ -56,10 +56,11 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids);
 
-// The weights as tensors on `device` (tensors already there are shared, not copied).
-OptWeights weights_on_device(const OptWeights& w, Device device);
+// Positions of one decode step's tokens: the token of sequence i at padded position `padded`
+// is real position padded - pad[i] (i32 [pad.size()], in host memory).
+Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded);
 
-GenerateOutput generate_in_ram(const OptConfig& cfg, const OptWeights& weights,
+GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& weights,
                                const std::vector<std::vector<int32_t>>& prompts,
                                const GenerateOptions& opt);
 

@@ -1,33 +1,53 @@
 #include "engine/layer_step.h"
 
+#include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {
 
 using ops::Scratch;
 
-ChangedSlots decode_layer(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
-                          const EvictionRule& rule, int32_t position, Tensor& hidden,
-                          KvSlots& slots) {
-  const int64_t b = hidden.dim(0), heads = cfg.heads, d = cfg.head_dim();
+void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
+                   Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
+                   const Tensor& positions, Tensor& k, Tensor& v, Tensor* colsum) {
+  const KvGeometry g = model.kv_geometry();
+  const int64_t rows = batch * seq, d = g.head_dim;
   const Device dev = hidden.device();
-  const Shape rows{b, cfg.hidden}, per_head{b, heads, d};
-  Tensor q = ops::scratch(Scratch::DecodeQ, rows, DType::F32, dev);
-  Tensor k = ops::scratch(Scratch::DecodeK, rows, DType::F32, dev);
-  Tensor v = ops::scratch(Scratch::DecodeV, rows, DType::F32, dev);
-  Tensor attn = ops::scratch(Scratch::DecodeAttn, rows, DType::F32, dev);
-  opt_attention_input(cfg, w, ct, hidden, q, k, v);
-  Tensor q3 = q.reshape(per_head), k3 = k.reshape(per_head), v3 = v.reshape(per_head);
-  Tensor a3 = attn.reshape(per_head);
+  Tensor q = ops::scratch(Scratch::PrefillQ, {rows, g.query_heads * d}, DType::F32, dev);
+  Tensor k2 = k.reshape({rows, g.kv_heads * d});
+  Tensor v2 = v.reshape({rows, g.kv_heads * d});
+  model.attention_input(w, ct, hidden, positions, q, k2, v2);
+  Tensor attn = ops::scratch(Scratch::PrefillAttn, {batch, seq, g.query_heads, d}, DType::F32, dev);
+  ops::attention_prefill(q.reshape({batch, seq, g.query_heads, d}), k, v, pad, g.softmax_scale,
+                         attn, colsum);
+  model.layer_finish(w, ct, hidden, attn.reshape({rows, g.query_heads * d}));
+}
+
+ChangedSlots decode_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
+                          const EvictionRule& rule, int32_t position, const Tensor& positions,
+                          Tensor& hidden, KvSlots& slots) {
+  const KvGeometry g = model.kv_geometry();
+  const int64_t b = hidden.dim(0), d = g.head_dim;
+  const int64_t heads = g.query_heads, kv_heads = g.kv_heads;
+  const Device dev = hidden.device();
+  const Shape q_rows{b, heads * d}, kv_rows{b, kv_heads * d};
+  const Shape q_heads{b, heads, d}, kv_per_head{b, kv_heads, d};
+  Tensor q = ops::scratch(Scratch::DecodeQ, q_rows, DType::F32, dev);
+  Tensor k = ops::scratch(Scratch::DecodeK, kv_rows, DType::F32, dev);
+  Tensor v = ops::scratch(Scratch::DecodeV, kv_rows, DType::F32, dev);
+  Tensor attn = ops::scratch(Scratch::DecodeAttn, q_rows, DType::F32, dev);
+  model.attention_input(w, ct, hidden, positions, q, k, v);
+  Tensor q3 = q.reshape(q_heads), k3 = k.reshape(kv_per_head), v3 = v.reshape(kv_per_head);
+  Tensor a3 = attn.reshape(q_heads);
   // Attention runs where the slots live. When that is not the compute device (a host-resident
   // cache with cpu_cache_compute on a GPU), only the token's q, k, v go there and the attention
   // output comes back — FlexGen's delegation, far fewer bytes than moving the cache.
   const Device kv_dev = slots.k.device();
   const bool delegated = kv_dev != dev;
   if (delegated) {
-    Tensor hq = ops::scratch(Scratch::HostQ, per_head, DType::F32, kv_dev);
-    Tensor hk = ops::scratch(Scratch::HostK, per_head, DType::F32, kv_dev);
-    Tensor hv = ops::scratch(Scratch::HostV, per_head, DType::F32, kv_dev);
+    Tensor hq = ops::scratch(Scratch::HostQ, q_heads, DType::F32, kv_dev);
+    Tensor hk = ops::scratch(Scratch::HostK, kv_per_head, DType::F32, kv_dev);
+    Tensor hv = ops::scratch(Scratch::HostV, kv_per_head, DType::F32, kv_dev);
     ops::copy(q3, hq);
     ops::copy(k3, hk);
     ops::copy(v3, hv);
@@ -35,20 +55,20 @@ ChangedSlots decode_layer(const OptConfig& cfg, const OptLayerWeights& w, ops::C
     k3 = hk;
     v3 = hv;
   }
-  Tensor out = delegated ? ops::scratch(Scratch::HostAttn, per_head, DType::F32, kv_dev) : a3;
+  Tensor out = delegated ? ops::scratch(Scratch::HostAttn, q_heads, DType::F32, kv_dev) : a3;
   // Slot probabilities are only needed where they feed the scores.
   const bool scores = rule.uses_attention_scores();
   Tensor probs, self_prob;
   if (scores) {
     probs = ops::scratch(Scratch::SlotProbs, slots.pos.shape(), DType::F32, kv_dev);
-    self_prob = ops::scratch(Scratch::SelfProb, {b, heads}, DType::F32, kv_dev);
+    self_prob = ops::scratch(Scratch::SelfProb, {b, kv_heads}, DType::F32, kv_dev);
   }
-  ops::attention_decode(q3, slots.k, slots.v, slots.pos, k3, v3, opt_attention_scale(cfg), out,
+  ops::attention_decode(q3, slots.k, slots.v, slots.pos, k3, v3, g.softmax_scale, out,
                         scores ? &probs : nullptr, scores ? &self_prob : nullptr);
   ChangedSlots changed = kv_decode_insert(rule, position, k3, v3, scores ? &probs : nullptr,
                                           scores ? &self_prob : nullptr, slots);
   if (delegated) ops::copy(out, a3);
-  opt_layer_finish(cfg, w, ct, hidden, attn);
+  model.layer_finish(w, ct, hidden, attn);
   return changed;
 }
 

@@ -14,22 +14,17 @@ namespace h2oflex {
 
 namespace {
 
-DType dtype_of(const WeightSpec& s, DType matrix_dtype) {
-  return s.role == WeightRole::Matrix ? matrix_dtype : DType::F32;
-}
-
 std::string full_key(const std::string& key, DType matrix_dtype) {
   return key + ":" + std::string(dtype_name(matrix_dtype));
 }
 
 }  // namespace
 
-std::vector<TensorSpec> opt_layout_specs(const OptConfig& cfg, DType matrix_dtype) {
+std::vector<TensorSpec> layout_specs(const DecoderModel& model, DType matrix_dtype) {
   std::vector<TensorSpec> out;
-  for (const WeightSpec& s : opt_weight_specs(cfg)) {
-    const DType dt = dtype_of(s, matrix_dtype);
-    out.push_back(
-        {s.name, s.shape, dt, static_cast<uint64_t>(shape_numel(s.shape)) * dtype_size(dt)});
+  for (const WeightSpec& s : model.weight_specs()) {
+    const DType dt = stored_dtype(s.role, matrix_dtype);
+    out.push_back({s.name, s.shape, dt, tensor_bytes(StorageFormat::plain(dt), s.shape)});
   }
   return out;
 }
@@ -47,12 +42,10 @@ std::string model_layout_dir(const std::string& disk_path, const std::string& ke
   return disk_path + "/h2oflex-weights/" + name;
 }
 
-std::unique_ptr<WeightLayout> open_or_build_model_layout(const std::string& dir,
-                                                         const std::string& key,
-                                                         const OptConfig& cfg, DType matrix_dtype,
-                                                         const WeightProducer& whole,
-                                                         const PartialWeightProducer& partial) {
-  const std::vector<WeightSpec> wspecs = opt_weight_specs(cfg);
+std::unique_ptr<WeightLayout> open_or_build_model_layout(
+    const std::string& dir, const std::string& key, const DecoderModel& model, DType matrix_dtype,
+    const WeightProducer& whole, const PartialWeightProducer& partial) {
+  const std::vector<WeightSpec>& wspecs = model.weight_specs();
   std::map<std::string, const WeightSpec*> by_name;
   for (const auto& s : wspecs) by_name[s.name] = &s;
   // Checkpoint readers produce whole tensors: keep the current one while the layout asks for it
@@ -80,9 +73,8 @@ std::unique_ptr<WeightLayout> open_or_build_model_layout(const std::string& dir,
   };
   bool rebuilt = false;
   std::fprintf(stderr, "weights: opening the offload layout in %s ...\n", dir.c_str());
-  auto layout =
-      WeightLayout::open_or_build(dir, full_key(key, matrix_dtype),
-                                  opt_layout_specs(cfg, matrix_dtype), producer, {}, &rebuilt);
+  auto layout = WeightLayout::open_or_build(
+      dir, full_key(key, matrix_dtype), layout_specs(model, matrix_dtype), producer, {}, &rebuilt);
   std::fprintf(stderr, "weights: %s %s (%.2f GiB)\n", rebuilt ? "wrote" : "reused", dir.c_str(),
                static_cast<double>(layout->data_bytes()) / (1024.0 * 1024.0 * 1024.0));
   return layout;

@@ -6,8 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "models/opt/opt_model.h"
+#include "models/decoder_model.h"
 #include "offload/weights/weight_layout.h"
+#include "runtime/core/storage_format.h"
 
 namespace h2oflex {
 
@@ -16,17 +17,15 @@ namespace h2oflex {
 using PartialWeightProducer =
     std::function<void(const WeightSpec&, DType, uint64_t first, uint64_t count, void* dst)>;
 
-// The layout's tensor list for `cfg`: matrices as `matrix_dtype`, vectors as f32, in the model's
-// execution order (the order of opt_weight_specs).
-std::vector<TensorSpec> opt_layout_specs(const OptConfig& cfg, DType matrix_dtype);
+// The layout's tensor list for `model`: matrices as `matrix_dtype`, vectors as f32, in the
+// model's execution order (weight_specs()). Sizes come from StorageFormat.
+std::vector<TensorSpec> layout_specs(const DecoderModel& model, DType matrix_dtype);
 
 // Opens the layout in `dir` when its key matches `key` + dtype, else writes it tensor by tensor
 // with bounded memory. Prints one line saying which happened.
-std::unique_ptr<WeightLayout> open_or_build_model_layout(const std::string& dir,
-                                                         const std::string& key,
-                                                         const OptConfig& cfg, DType matrix_dtype,
-                                                         const WeightProducer& whole,
-                                                         const PartialWeightProducer& partial);
+std::unique_ptr<WeightLayout> open_or_build_model_layout(
+    const std::string& dir, const std::string& key, const DecoderModel& model, DType matrix_dtype,
+    const WeightProducer& whole, const PartialWeightProducer& partial);
 
 // A WeightProducer that reads tensors from a layout, checking each tensor's checksum.
 WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout);

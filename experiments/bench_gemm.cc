@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "engine/generator.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_model.h"
 #include "runtime/core/half.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/timer.h"
-#include "engine/generator.h"
 
 namespace h2oflex {
 
@@ -109,8 +109,9 @@ int bench_gemm(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeT
 // End-to-end prefill of a dummy model against the GEMM rate of its own prefill shapes.
 int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
   const bool bf16 = ct == ops::ComputeType::BF16;
-  const OptWeights w =
-      load_opt_weights(cfg, bf16 ? DType::BF16 : DType::F32, dummy_weight_producer(1));
+  const OptModel model(cfg);
+  const ModelWeights w =
+      load_model_weights(model, bf16 ? DType::BF16 : DType::F32, dummy_weight_producer(1));
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
   for (int b = 0; b < o.batch; ++b) {
     for (int t = 0; t < o.prompt_len; ++t) {
@@ -123,7 +124,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
   g.kv_dtype = bf16 ? DType::BF16 : DType::F32;
   std::vector<double> times;
   for (int i = 0; i < std::max(1, o.repeats / 2); ++i) {
-    times.push_back(generate_in_ram(cfg, w, prompts, g).prefill_s);
+    times.push_back(generate_in_ram(model, w, prompts, g).prefill_s);
   }
   std::sort(times.begin(), times.end());
   const double t = times[times.size() / 2];

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "engine/model_layout.h"
 #include "experiments/model_source.h"
 #include "runtime/core/timer.h"
-#include "engine/model_layout.h"
 
 namespace h2oflex {
 
@@ -19,7 +19,7 @@ int run_convert(const ConvertOptions& o) {
   // Checks config.json and every tensor's presence and shape before writing anything.
   const ModelSource src = open_model_source(o.from, /*dummy=*/false, 0);
   Stopwatch watch;
-  auto layout = open_or_build_model_layout(o.to, src.key, src.config, dtype, src.producer, {});
+  auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer, {});
   // The output is a model directory of its own: config and tokenizer files go along.
   for (const char* name : {"config.json", "vocab.json", "merges.txt", "tokenizer.json",
                            "tokenizer_config.json", "special_tokens_map.json"}) {

@@ -24,7 +24,9 @@ ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const
 
 }  // namespace
 
-ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
+namespace {
+
+ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   ModelSource src;
   if (auto cfg = opt_config_by_name(model)) {
     H2OFLEX_INPUT_CHECK(dummy, "model '", model,
@@ -68,6 +70,14 @@ ModelSource open_model_source(const std::string& model, bool dummy, uint64_t see
   };
   src.description = model;
   src.key = std::filesystem::absolute(dir).string();
+  return src;
+}
+
+}  // namespace
+
+ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
+  ModelSource src = open_source(model, dummy, seed);
+  src.model = std::make_shared<const OptModel>(src.config);
   return src;
 }
 

@@ -2,19 +2,21 @@
 // directory (config.json + safetensors).
 #pragma once
 
+#include <memory>
 #include <string>
 
-#include "models/opt/opt_model.h"
 #include "engine/model_layout.h"
+#include "models/opt/opt_model.h"
 
 namespace h2oflex {
 
 struct ModelSource {
   OptConfig config;
-  WeightProducer producer;        // fills one tensor by spec
-  PartialWeightProducer partial;  // part of a tensor (dummy weights only; else empty)
-  std::string description;        // "opt-1.3b (dummy, seed 1)" or the directory
-  std::string key;                // identifies the weights for on-disk layout reuse
+  std::shared_ptr<const OptModel> model;  // the engine's view of `config`
+  WeightProducer producer;                // fills one tensor by spec
+  PartialWeightProducer partial;          // part of a tensor (dummy weights only; else empty)
+  std::string description;                // "opt-1.3b (dummy, seed 1)" or the directory
+  std::string key;                        // identifies the weights for on-disk layout reuse
 };
 
 // `model` is an OPT name or a directory. Dummy weights need an OPT name (or a directory's

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <vector>
 
+#include "engine/generator.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_config.h"
 #include "models/opt/opt_model.h"
@@ -24,7 +25,6 @@
 #include "runtime/core/rng.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/timer.h"
-#include "engine/generator.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
@@ -208,12 +208,14 @@ struct LayerTimes {
 struct LayerModels {
   static constexpr int kLayers[2] = {1, 3};
   OptConfig cfg[2];
-  OptWeights weights[2];
+  std::unique_ptr<OptModel> model[2];
+  ModelWeights weights[2];
   LayerModels(const OptConfig& ref, DType wdt) {
     for (int i = 0; i < 2; ++i) {
       cfg[i] = ref;
       cfg[i].layers = kLayers[i];
-      weights[i] = load_opt_weights(cfg[i], wdt, dummy_weight_producer(1));
+      model[i] = std::make_unique<OptModel>(cfg[i]);
+      weights[i] = load_model_weights(*model[i], wdt, dummy_weight_producer(1));
     }
   }
 };
@@ -236,7 +238,7 @@ LayerTimes layer_times(const LayerModels& models, ops::ComputeType ct, int batch
   for (int i = 0; i < 2; ++i) {
     prefill[i] = decode[i] = 1e30;
     for (int r = 0; r <= repeats; ++r) {  // the first run warms up
-      const GenerateOutput out = generate_in_ram(models.cfg[i], models.weights[i], prompts, g);
+      const GenerateOutput out = generate_in_ram(*models.model[i], models.weights[i], prompts, g);
       if (r == 0) continue;
       prefill[i] = std::min(prefill[i], out.prefill_s);
       decode[i] = std::min(decode[i], out.decode_s);

@@ -1,18 +1,20 @@
 #include "experiments/run_command.h"
 
+#include "experiments/pipeline_progress.h"
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 
+#include "engine/compute_device.h"
+#include "engine/generator.h"
+#include "engine/pipeline.h"
 #include "experiments/model_source.h"
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
 #include "policy/run_policy.h"
 #include "runtime/core/rng.h"
-#include "engine/compute_device.h"
-#include "engine/generator.h"
-#include "engine/pipeline.h"
 
 namespace h2oflex {
 
@@ -121,7 +123,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
     PipelineSpec spec;
     spec.device = device;
-    spec.cfg = cfg;
+    spec.model = src.model;
     spec.producer = src.producer;
     spec.partial_producer = src.partial;
     spec.weights_key = src.key;
@@ -137,7 +139,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     }
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
-    spec.progress = true;
+    spec.on_progress = print_progress;
     if (c.prompt_ids.empty()) {
       RunConfig block = c;
       block.batch_size = spec.policy.block_size();
@@ -182,8 +184,8 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
                  c.prompt_len, c.gen_len);
-    const OptWeights weights = load_opt_weights(cfg, wdtype, src.producer);
-    out = generate_in_ram(cfg, weights, prompts, opt);
+    const ModelWeights weights = load_model_weights(*src.model, wdtype, src.producer);
+    out = generate_in_ram(*src.model, weights, prompts, opt);
     r["projected"] = false;
   }
 

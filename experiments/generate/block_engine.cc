@@ -17,8 +17,8 @@ BlockEngine::BlockEngine(const RunConfig& config, const YAML::Node& config_root,
     if (config.has_hardware()) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
   } else {
     // Loaded (and moved to the GPU) once for all blocks.
-    weights_ = weights_on_device(load_opt_weights(source.config, weight_dtype_, source.producer),
-                                 device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU);
+    weights_ = load_model_weights(*source.model, weight_dtype_, source.producer)
+                   .on_device(device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU);
   }
 }
 
@@ -56,13 +56,13 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.seed = work.seed;
   opt.row_keys = work.row_keys;
   opt.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
-  if (!policy_) return generate_in_ram(source_.config, *weights_, work.prompts, opt).tokens;
+  if (!policy_) return generate_in_ram(*source_.model, *weights_, work.prompts, opt).tokens;
 
   // The pipeline takes exactly one block: a short last block is filled with copies of its last
   // prompt, whose results are dropped. Weights are placed on every call (once per block).
   PipelineSpec spec;
   spec.device = device_;
-  spec.cfg = source_.config;
+  spec.model = source_.model;
   spec.producer = source_.producer;
   spec.partial_producer = source_.partial;
   spec.weights_key = source_.key;

@@ -8,11 +8,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "engine/pipeline.h"
 #include "experiments/generate/generate_job.h"
 #include "experiments/model_source.h"
 #include "experiments/run_config.h"
 #include "policy/run_policy.h"
-#include "engine/pipeline.h"
 
 namespace h2oflex::generate {
 
@@ -38,7 +38,7 @@ class BlockEngine {
   DType weight_dtype_;
   std::optional<policy::Policy> policy_;
   policy::HardwareLimits limits_;
-  std::optional<OptWeights> weights_;  // in-RAM path only
+  std::optional<ModelWeights> weights_;  // in-RAM path only
   std::map<int, EvictionRule> kv_by_prompt_len_;
 };
 

@@ -52,4 +52,10 @@ void dummy_weight_fill(const WeightSpec& spec, uint64_t seed, DType dtype, uint6
   }
 }
 
+WeightProducer dummy_weight_producer(uint64_t seed) {
+  return [seed](const WeightSpec& spec, DType dtype, void* dst) {
+    dummy_weight_fill(spec, seed, dtype, 0, static_cast<uint64_t>(shape_numel(spec.shape)), dst);
+  };
+}
+
 }  // namespace h2oflex

@@ -5,12 +5,15 @@
 
 #include <cstdint>
 
-#include "models/opt/opt_weights.h"
+#include "models/weight_spec.h"
 
 namespace h2oflex {
 
 // Writes elements [first, first + count) of tensor `spec` as `dtype` into dst.
 void dummy_weight_fill(const WeightSpec& spec, uint64_t seed, DType dtype, uint64_t first,
                        uint64_t count, void* dst);
+
+// A producer of whole tensors from dummy_weight_fill.
+WeightProducer dummy_weight_producer(uint64_t seed);
 
 }  // namespace h2oflex

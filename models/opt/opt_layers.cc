@@ -85,18 +85,4 @@ void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::Compu
   }
 }
 
-void opt_layer_prefill(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
-                       Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
-                       Tensor& k, Tensor& v, Tensor* colsum) {
-  const int64_t rows = batch * seq, heads = cfg.heads, d = cfg.head_dim();
-  Tensor q = scratch(Scratch::PrefillQ, {rows, cfg.hidden}, hidden);
-  Tensor k2 = k.reshape({rows, cfg.hidden});
-  Tensor v2 = v.reshape({rows, cfg.hidden});
-  opt_attention_input(cfg, w, ct, hidden, q, k2, v2);
-  Tensor attn = scratch(Scratch::PrefillAttn, {batch, seq, heads, d}, hidden);
-  ops::attention_prefill(q.reshape({batch, seq, heads, d}), k, v, pad, opt_attention_scale(cfg),
-                         attn, colsum);
-  opt_layer_finish(cfg, w, ct, hidden, attn.reshape({rows, cfg.hidden}));
-}
-
 }  // namespace h2oflex

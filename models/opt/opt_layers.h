@@ -26,12 +26,6 @@ void opt_attention_input(const OptConfig& cfg, const OptLayerWeights& w, ops::Co
 void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
                       Tensor& hidden, const Tensor& attn);
 
-// A whole layer over a left-padded prompt: hidden [b * s, H] in place; k and v [b, s, heads, d]
-// receive the keys and values to cache; colsum [b, heads, s] (optional) the H2O column sums.
-void opt_layer_prefill(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
-                       Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
-                       Tensor& k, Tensor& v, Tensor* colsum);
-
 float opt_attention_scale(const OptConfig& cfg);
 
 }  // namespace h2oflex

@@ -28,20 +28,6 @@ std::vector<std::string> opt_layer_weight_names(int layer) {
           p + "fc2.bias"};
 }
 
-std::vector<std::string> opt_embedding_weight_names(const OptConfig& cfg) {
-  std::vector<std::string> names = {"decoder.embed_tokens.weight",
-                                    "decoder.embed_positions.weight"};
-  if (cfg.has_projections()) {
-    names.push_back("decoder.project_in.weight");
-    names.push_back("decoder.project_out.weight");
-  }
-  if (cfg.pre_layer_norm) {
-    names.push_back("decoder.final_layer_norm.weight");
-    names.push_back("decoder.final_layer_norm.bias");
-  }
-  return names;
-}
-
 std::vector<WeightSpec> opt_weight_specs(const OptConfig& c) {
   const int64_t h = c.hidden, f = c.ffn, e = c.word_embed_dim;
   std::vector<WeightSpec> specs;
@@ -74,22 +60,6 @@ OptLayerWeights bind_layer_weights(int layer, const std::vector<Tensor>& t) {
   w.v_w = t[6], w.v_b = t[7], w.o_w = t[8], w.o_b = t[9];
   w.ffn_ln_w = t[10], w.ffn_ln_b = t[11];
   w.fc1_w = t[12], w.fc1_b = t[13], w.fc2_w = t[14], w.fc2_b = t[15];
-  return w;
-}
-
-OptEmbeddingWeights bind_embedding_weights(const OptConfig& cfg, const std::vector<Tensor>& t) {
-  OptEmbeddingWeights w;
-  size_t i = 0;
-  w.tokens = t.at(i++);
-  w.positions = t.at(i++);
-  if (cfg.has_projections()) {
-    w.project_in = t.at(i++);
-    w.project_out = t.at(i++);
-  }
-  if (cfg.pre_layer_norm) {
-    w.final_ln_w = t.at(i++);
-    w.final_ln_b = t.at(i++);
-  }
   return w;
 }
 

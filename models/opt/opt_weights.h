@@ -6,20 +6,10 @@
 #include <vector>
 
 #include "models/opt/opt_config.h"
+#include "models/weight_spec.h"
 #include "runtime/core/tensor.h"
 
 namespace h2oflex {
-
-// Role decides storage: matrices are stored in the compute's weight dtype, vectors in f32.
-enum class WeightRole { Matrix, Vector };
-
-struct WeightSpec {
-  std::string
-      name;  // Hugging Face name without the "model." prefix, e.g. "decoder.layers.0.fc1.weight"
-  Shape shape;
-  WeightRole role;
-  int layer;  // -1 for embedding / head tensors
-};
 
 // Every tensor of an OPT model in execution order: embeddings first, then layer by layer, then the
 // output side (final LayerNorm, project_out). The lm_head is tied to embed_tokens.
@@ -40,13 +30,10 @@ struct OptEmbeddingWeights {
   Tensor final_ln_w, final_ln_b;  // pre-LN models only
 };
 
-// Binds tensors looked up by name (spec order) into the structs above.
+// Binds a layer's tensors (opt_layer_weight_names order) into the struct above.
 OptLayerWeights bind_layer_weights(int layer, const std::vector<Tensor>& layer_tensors);
-OptEmbeddingWeights bind_embedding_weights(const OptConfig& cfg,
-                                           const std::vector<Tensor>& embedding_tensors);
 
 // Names of the tensors of layer `layer` (in the order bind_layer_weights expects).
 std::vector<std::string> opt_layer_weight_names(int layer);
-std::vector<std::string> opt_embedding_weight_names(const OptConfig& cfg);
 
 }  // namespace h2oflex

@@ -4,25 +4,6 @@
 
 namespace h2oflex {
 
-std::string_view tier_kind_name(TierKind kind) {
-  switch (kind) {
-    case TierKind::Device:
-      return "device";
-    case TierKind::Host:
-      return "host";
-    case TierKind::Disk:
-      return "disk";
-  }
-  return "unknown";
-}
-
-TierKind parse_tier_kind(std::string_view name) {
-  if (name == "device") return TierKind::Device;
-  if (name == "host") return TierKind::Host;
-  if (name == "disk") return TierKind::Disk;
-  throw InputError(detail::concat("unknown tier '", name, "' (expected device, host or disk)"));
-}
-
 Tier::Tier(TierKind kind, std::string name, uint64_t budget, size_t alignment)
     : kind_(kind), name_(std::move(name)), budget_(budget), alignment_(alignment) {
   H2OFLEX_CHECK(alignment_ > 0 && (alignment_ & (alignment_ - 1)) == 0,

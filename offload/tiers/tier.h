@@ -9,15 +9,9 @@
 #include <string_view>
 
 #include "runtime/core/error.h"
+#include "runtime/core/tier_kind.h"
 
 namespace h2oflex {
-
-enum class TierKind : uint8_t { Device, Host, Disk };
-
-// "device", "host", "disk".
-std::string_view tier_kind_name(TierKind kind);
-// Inverse of tier_kind_name; throws InputError naming the text.
-TierKind parse_tier_kind(std::string_view name);
 
 // An allocation would exceed a tier's configured budget (a configuration problem: exit code 2).
 class TierBudgetError : public InputError {

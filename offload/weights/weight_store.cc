@@ -1,30 +1,61 @@
 #include "offload/weights/weight_store.h"
 
+#include <cstdlib>
+#include <memory>
+
 #include "runtime/core/error.h"
 
 namespace h2oflex {
 
+namespace {
+
+std::vector<TensorSpec> specs_of(const WeightLayout& layout) {
+  std::vector<TensorSpec> out;
+  for (const WeightRecord& r : layout.records()) out.push_back(r.spec);
+  return out;
+}
+
+}  // namespace
+
 WeightStore::WeightStore(WeightLayout& layout, TransferEngine& transfers, WeightStoreTiers tiers,
                          std::vector<TierKind> homes, bool verify_checksums)
-    : layout_(layout),
+    : WeightStore(specs_of(layout), WeightSource{&layout, {}}, transfers, tiers, std::move(homes),
+                  WeightStoreOptions{verify_checksums, false}) {}
+
+WeightStore::WeightStore(std::vector<TensorSpec> specs, WeightSource source,
+                         TransferEngine& transfers, WeightStoreTiers tiers,
+                         std::vector<TierKind> homes, WeightStoreOptions options)
+    : specs_(std::move(specs)),
+      source_(std::move(source)),
       transfers_(transfers),
       tiers_(tiers),
       homes_(std::move(homes)),
-      verify_(verify_checksums),
-      resident_(homes_.size(), nullptr) {
-  H2OFLEX_CHECK(homes_.size() == layout_.records().size(), "weight store: ", homes_.size(),
-                " homes for ", layout_.records().size(), " tensors");
-  for (size_t i = 0; i < homes_.size(); ++i) {
-    const std::string& name = layout_.record(i).spec.name;
-    H2OFLEX_INPUT_CHECK(homes_[i] != TierKind::Device || tiers_.device != nullptr, "weight '", name,
-                        "' is homed on the device tier but there is none");
-    H2OFLEX_INPUT_CHECK(homes_[i] != TierKind::Host || tiers_.host != nullptr, "weight '", name,
-                        "' is homed on the host tier but there is none");
+      options_(options),
+      resident_(homes_.size(), nullptr),
+      verified_(homes_.size(), false) {
+  H2OFLEX_CHECK(homes_.size() == specs_.size(), "weight store: ", homes_.size(), " homes for ",
+                specs_.size(), " tensors");
+  H2OFLEX_CHECK(source_.layout != nullptr || source_.fill, "weight store: no source");
+  if (source_.layout != nullptr) {
+    for (const TensorSpec& s : specs_) record_of_.push_back(source_.layout->find(s.name));
   }
+  check_homes();
   if (tiers_.disk != nullptr) {
     const uint64_t bytes = bytes_on(TierKind::Disk);
     tiers_.disk->charge(bytes, "disk-homed weights");
     disk_charged_ = bytes;
+  }
+}
+
+void WeightStore::check_homes() const {
+  for (size_t i = 0; i < homes_.size(); ++i) {
+    const std::string& name = specs_[i].name;
+    H2OFLEX_INPUT_CHECK(homes_[i] != TierKind::Device || tiers_.device != nullptr, "weight '", name,
+                        "' is homed on the device tier but there is none");
+    H2OFLEX_INPUT_CHECK(homes_[i] != TierKind::Host || tiers_.host != nullptr, "weight '", name,
+                        "' is homed on the host tier but there is none");
+    H2OFLEX_CHECK(homes_[i] != TierKind::Disk || source_.layout != nullptr, "weight '", name,
+                  "' is homed on disk but there is no weight layout");
   }
 }
 
@@ -45,9 +76,40 @@ void WeightStore::release() {
 uint64_t WeightStore::bytes_on(TierKind tier) const {
   uint64_t total = 0;
   for (size_t i = 0; i < homes_.size(); ++i) {
-    if (homes_[i] == tier) total += layout_.record(i).spec.bytes;
+    if (homes_[i] == tier) total += specs_[i].bytes;
   }
   return total;
+}
+
+size_t WeightStore::find(const std::string& name) const {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (specs_[i].name == name) return i;
+  }
+  throw InputError(detail::concat("weight store: no tensor '", name, "'"));
+}
+
+const WeightRecord& WeightStore::record(size_t i) const {
+  H2OFLEX_CHECK(source_.layout != nullptr, "weight store: no layout");
+  return source_.layout->record(record_of_.at(i));
+}
+
+void WeightStore::put_home(size_t i, MemoryTier& tier, std::vector<TransferHandle>& pending) {
+  const TensorSpec& s = specs_[i];
+  const std::string what = "weight '" + s.name + "'";
+  resident_[i] = homes_[i] == TierKind::Host && options_.pin_host
+                     ? tiers_.host->allocate_pinned(s.bytes, what)
+                     : tier.allocate(s.bytes, what);
+  const Location dst = Location::in_memory(tier, resident_[i]);
+  if (source_.layout != nullptr) {
+    const Location src = Location::in_file(source_.layout->file(), record(i).offset);
+    pending.push_back(copy_checked(src, i, dst, "load", QueueId::WeightLoad));
+  } else if (tier.is_host_addressable()) {
+    source_.fill(i, resident_[i]);
+  } else {  // the fill function writes host memory; device memory is filled by a copy
+    std::unique_ptr<std::byte[]> host(new std::byte[s.bytes]);
+    source_.fill(i, host.get());
+    tier.copy_from_host(resident_[i], host.get(), s.bytes);
+  }
 }
 
 void WeightStore::materialize() {
@@ -55,11 +117,8 @@ void WeightStore::materialize() {
   try {
     for (size_t i = 0; i < homes_.size(); ++i) {
       if (homes_[i] == TierKind::Disk || resident_[i] != nullptr) continue;
-      const WeightRecord& r = layout_.record(i);
       MemoryTier* tier = homes_[i] == TierKind::Device ? tiers_.device : tiers_.host;
-      resident_[i] = tier->allocate(r.spec.bytes, "weight '" + r.spec.name + "'");
-      pending.push_back(fetch_from_layout(i, Location::in_memory(*tier, resident_[i]), "load",
-                                          QueueId::WeightLoad));
+      put_home(i, *tier, pending);
     }
     for (auto& h : pending) h.wait();
   } catch (...) {
@@ -79,19 +138,13 @@ Location WeightStore::home_location(size_t i) const {
     MemoryTier* tier = homes_[i] == TierKind::Device ? tiers_.device : tiers_.host;
     return Location::in_memory(*tier, resident_[i]);
   }
-  return Location::in_file(layout_.file(), layout_.record(i).offset);
+  return Location::in_file(source_.layout->file(), record(i).offset);
 }
 
 const void* WeightStore::resident_data(size_t i) const {
   if (resident_.at(i) == nullptr) return nullptr;
   const MemoryTier* tier = homes_[i] == TierKind::Device ? tiers_.device : tiers_.host;
   return tier->is_host_addressable() ? resident_[i] : nullptr;
-}
-
-TransferHandle WeightStore::fetch_from_layout(size_t i, const Location& dst,
-                                              const std::string& phase, QueueId queue) {
-  return copy_checked(Location::in_file(layout_.file(), layout_.record(i).offset), i, dst, phase,
-                      queue);
 }
 
 TransferHandle WeightStore::fetch(size_t i, const Location& dst, const std::string& phase,
@@ -101,13 +154,24 @@ TransferHandle WeightStore::fetch(size_t i, const Location& dst, const std::stri
 
 TransferHandle WeightStore::copy_checked(const Location& src, size_t i, const Location& dst,
                                          const std::string& phase, QueueId queue) {
-  const WeightRecord& r = layout_.record(i);
+  const TensorSpec& s = specs_[i];
   std::function<void()> check;
-  if (verify_ && dst.host_addressable()) {
-    const std::string path = layout_.file().path();
-    check = [&r, path, ptr = dst.ptr] { check_weight_checksum(r, path, ptr); };
+  // Only bytes read from the layout carry a checksum, and one check per tensor is enough.
+  if (options_.verify_checksums && source_.layout != nullptr && src.is_disk() && !verified_[i]) {
+    verified_[i] = true;
+    const WeightRecord* r = &record(i);
+    const std::string path = source_.layout->file().path();
+    if (dst.host_addressable()) {
+      check = [r, path, ptr = dst.ptr] { check_weight_checksum(*r, path, ptr); };
+    } else {  // device memory: read it back to check
+      check = [r, path, tier = dst.memory, ptr = dst.ptr, bytes = s.bytes] {
+        std::unique_ptr<std::byte[]> host(new std::byte[bytes]);
+        tier->copy_to_host(host.get(), ptr, bytes);
+        check_weight_checksum(*r, path, host.get());
+      };
+    }
   }
-  return transfers_.copy(queue, src, dst, r.spec.bytes, TransferTag{phase, DataKind::Weight},
+  return transfers_.copy(queue, src, dst, s.bytes, TransferTag{phase, DataKind::Weight},
                          std::move(check));
 }
 

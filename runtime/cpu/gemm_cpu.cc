@@ -74,10 +74,40 @@ uint16_t* scratch16(size_t n) {
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
-float* scratch32(size_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
+float* scratch32(size_t n, int which = 0) {
+  thread_local std::vector<float> buf[2];
+  if (buf[which].size() < n) buf[which].resize(n);
+  return buf[which].data();
+}
+
+// Whether this machine's oneDNN has a matmul for 16-bit inputs of type `t` (builds and CPUs
+// without AVX512-BF16 / AVX512-FP16 support refuse to create one). Asked once per type.
+bool library_has_half_matmul(DType t) {
+  static std::mutex mu;
+  static std::map<int, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(static_cast<int>(t));
+  if (it != known.end()) return it->second;
+  bool ok = true;
+  try {
+    const memory::desc a({1, 16}, dnnl_type(t), memory::dims{16, 1});
+    const memory::desc b({16, 16}, dnnl_type(t), memory::dims{1, 16});
+    const memory::desc c({1, 16}, memory::data_type::f32, memory::dims{16, 1});
+    dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), cpu_engine());
+  } catch (const dnnl::error&) {
+    ok = false;
+  }
+  known.emplace(static_cast<int>(t), ok);
+  return ok;
+}
+
+// Widens n 16-bit values of type t into f32.
+void widen(DType t, const uint16_t* in, float* out, int64_t n) {
+  if (t == DType::BF16) {
+    convert_bf16_to_f32(in, out, n);
+  } else {
+    convert_f16_to_f32(in, out, n);
+  }
 }
 
 }  // namespace
@@ -92,10 +122,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
   if (ct == ComputeType::F32) {
     if (wt != DType::F32) {  // widen 16-bit weights (slow path: store weights in f32 instead)
       float* wide = scratch32(static_cast<size_t>(n * k));
-      if (wt == DType::BF16)
-        convert_bf16_to_f32(w.data<uint16_t>(), wide, n * k);
-      else
-        convert_f16_to_f32(w.data<uint16_t>(), wide, n * k);
+      widen(wt, w.data<uint16_t>(), wide, n * k);
       wei = wide;
       wt = DType::F32;
     }
@@ -109,6 +136,17 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
     else
       convert_f32_to_f16(x.data<float>(), narrow, m * k);
     src = narrow;
+    if (!library_has_half_matmul(act)) {
+      // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit
+      // type, then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too).
+      float* xs = scratch32(static_cast<size_t>(m * k), 0);
+      float* ws = scratch32(static_cast<size_t>(n * k), 1);
+      widen(act, narrow, xs, m * k);
+      widen(wt, w.data<uint16_t>(), ws, n * k);
+      src = xs;
+      wei = ws;
+      act = wt = DType::F32;
+    }
   }
   const Gemm& g = get_gemm(m, k, n, act, wt, bias != nullptr, relu);
   dnnl::stream stream(cpu_engine());

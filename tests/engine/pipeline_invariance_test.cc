@@ -57,7 +57,7 @@ class CorruptedLayout : public ::testing::TestWithParam<PipelineDevice> {};
 TEST_P(CorruptedLayout, IsCaughtOnFirstRead) {
   PipelineSpec spec;
   spec.device = GetParam();
-  spec.cfg = tiny_config(true);
+  spec.model = std::make_shared<const OptModel>(tiny_config(true));
   spec.producer = dummy_weight_producer(4);
   spec.weights_key = std::string("tiny:corrupt-test-") + pipeline_device_name(GetParam());
   spec.policy.gpu_batch_size = 2;
@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, CorruptedLayout,
 
 TEST(PipelineInvariance, OverBudgetPolicyIsRefusedWithTheEstimate) {
   PipelineSpec spec;
-  spec.cfg = tiny_config(true);
+  spec.model = std::make_shared<const OptModel>(tiny_config(true));
   spec.producer = dummy_weight_producer(3);
   spec.policy.gpu_batch_size = 2;
   spec.limits.device_mem = 4096;

@@ -81,8 +81,8 @@ TEST(GpuPipeline, H2OKeptSetsIdenticalAcrossPlacements) {
 // H2O on the GPU keeps exactly the tokens the CPU keeps, in every layer, sequence and head.
 TEST(GpuPipeline, H2OKeptSetsEqualTheCpus) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  const OptConfig cfg = tiny_config(true);
-  const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(3));
+  const OptModel model(tiny_config(true));
+  const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(3));
   GenerateOptions gen;
   gen.gen_len = 8;
   gen.eviction.kind = EvictionRule::Kind::H2O;
@@ -90,9 +90,9 @@ TEST(GpuPipeline, H2OKeptSetsEqualTheCpus) {
   gen.eviction.recent = 3;
   gen.capture_kept = true;
   const auto ps = testing_support::prompts(8, 7);
-  const GenerateOutput cpu = generate_in_ram(cfg, w, ps, gen);
+  const GenerateOutput cpu = generate_in_ram(model, w, ps, gen);
   gen.device = Device::CUDA;
-  const GenerateOutput gpu = generate_in_ram(cfg, w, ps, gen);
+  const GenerateOutput gpu = generate_in_ram(model, w, ps, gen);
   EXPECT_EQ(gpu.kept, cpu.kept);
   EXPECT_EQ(gpu.tokens, cpu.tokens);
 }

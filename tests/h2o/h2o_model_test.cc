@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/generator.h"
+#include "models/opt/opt_model.h"
 
 namespace h2oflex {
 namespace {
@@ -28,8 +29,8 @@ struct RunOutput {
 };
 
 RunOutput run(const EvictionRule& rule, int gen_len) {
-  const OptConfig cfg = tiny();
-  const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(5));
+  const OptModel model(tiny());
+  const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(5));
   GenerateOptions g;
   g.gen_len = gen_len;
   g.eviction = rule;
@@ -38,7 +39,7 @@ RunOutput run(const EvictionRule& rule, int gen_len) {
   g.on_logits = [&](int, const Tensor& l) {
     r.logits.emplace_back(l.data<float>(), l.data<float>() + l.numel());
   };
-  r.out = generate_in_ram(cfg, w,
+  r.out = generate_in_ram(model, w,
                           {{2, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150},
                            {2, 9, 8, 7},
                            {2, 33, 44, 55, 66, 77, 88}},

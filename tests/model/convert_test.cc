@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/generator.h"
 #include "experiments/convert_command.h"
 #include "experiments/model_source.h"
-#include "engine/generator.h"
 #include "tests/support/scratch_dir.h"
 
 namespace h2oflex {
@@ -22,11 +22,11 @@ class Convert : public testing_support::ScratchDirTest {
  protected:
   std::vector<std::vector<int32_t>> greedy(const std::string& model) {
     const ModelSource src = open_model_source(model, false, 0);
-    const OptWeights w = load_opt_weights(src.config, DType::F32, src.producer);
+    const ModelWeights w = load_model_weights(*src.model, DType::F32, src.producer);
     GenerateOptions g;
     g.gen_len = 6;
     g.stop_at_eos = false;
-    return generate_in_ram(src.config, w, {{2, 10, 20, 30}, {2, 7}}, g).tokens;
+    return generate_in_ram(*src.model, w, {{2, 10, 20, 30}, {2, 7}}, g).tokens;
   }
 };
 
@@ -40,12 +40,14 @@ TEST_F(Convert, ConvertedModelGeneratesWhatTheCheckpointGenerates) {
 TEST_F(Convert, Bf16LayoutLoadsIntoF32Compute) {
   ASSERT_EQ(run_convert({kFixture.string(), dir().string(), "bf16"}), 0);
   const ModelSource src = open_model_source(dir().string(), false, 0);
-  const OptWeights w = load_opt_weights(src.config, DType::F32, src.producer);
+  const ModelWeights w = load_model_weights(*src.model, DType::F32, src.producer);
   const ModelSource ref = open_model_source(kFixture.string(), false, 0);
-  const OptWeights rw = load_opt_weights(ref.config, DType::F32, ref.producer);
-  const float* a = w.layers[0].fc1_w.data<float>();
-  const float* b = rw.layers[0].fc1_w.data<float>();
-  for (int64_t i = 0; i < w.layers[0].fc1_w.numel(); ++i) {
+  const ModelWeights rw = load_model_weights(*ref.model, DType::F32, ref.producer);
+  const std::string fc1 = "decoder.layers.0.fc1.weight";
+  const Tensor& wa = w.named(*src.model, fc1);
+  const float* a = wa.data<float>();
+  const float* b = rw.named(*ref.model, fc1).data<float>();
+  for (int64_t i = 0; i < wa.numel(); ++i) {
     ASSERT_NEAR(a[i], b[i], std::fabs(b[i]) * 8e-3 + 1e-6) << i;
   }
 }

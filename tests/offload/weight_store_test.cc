@@ -6,8 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "offload/weights/home_tiers.h"
 #include "offload/weights/weight_store.h"
+#include "policy/home_tiers.h"
 #include "runtime/core/half.h"
 #include "runtime/core/rng.h"
 #include "tests/offload/test_support.h"

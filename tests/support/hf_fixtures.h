@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "experiments/model_source.h"
 #include "engine/generator.h"
 #include "engine/pipeline.h"
+#include "experiments/model_source.h"
 
 namespace h2oflex::testing_support {
 
@@ -58,7 +58,7 @@ inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlo
   const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
   const OptConfig& cfg = src.config;
   const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
-  const OptWeights w = load_opt_weights(cfg, wdt, src.producer);
+  const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
   const auto ps = prompts(e);
   const int64_t seq = 12;
   Captured c;
@@ -83,7 +83,7 @@ inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlo
       c.steps.emplace_back(logits.data<float>(), logits.data<float>() + logits.numel());
     }
   };
-  c.tokens = generate_in_ram(cfg, w, ps, g).tokens;
+  c.tokens = generate_in_ram(*src.model, w, ps, g).tokens;
   return c;
 }
 
@@ -138,7 +138,7 @@ inline void check_pipeline_with_weights_on_disk(PipelineDevice device, bool cpu_
   const ModelSource src = open_model_source(kFixtures + "tiny-postln", false, 0);
   PipelineSpec spec;
   spec.device = device;
-  spec.cfg = src.config;
+  spec.model = src.model;
   spec.producer = src.producer;
   spec.weights_key = src.key;
   spec.policy.gpu_batch_size = 1;

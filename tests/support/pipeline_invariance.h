@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "experiments/run_command.h"
 #include "engine/generator.h"
 #include "engine/pipeline.h"
+#include "experiments/run_command.h"
+#include "models/opt/opt_model.h"
 
 namespace h2oflex::testing_support {
 
@@ -71,27 +72,28 @@ inline policy::Policy random_policy(std::mt19937& rng, int block) {
 
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
-inline void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_len,
-                             int policies, PipelineDevice device = PipelineDevice::Cpu) {
+inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const EvictionRule& rule,
+                             int gen_len, int policies,
+                             PipelineDevice device = PipelineDevice::Cpu) {
   const int block = 8;
   const auto ps = prompts(block, 7);
   GenerateOptions gen;
   gen.gen_len = gen_len;
   gen.eviction = rule;
   gen.capture_kept = true;
-  const OptWeights w = load_opt_weights(cfg, DType::F32, dummy_weight_producer(3));
+  const ModelWeights w = load_model_weights(*model, DType::F32, dummy_weight_producer(3));
   // The reference computes on the same kind of device (a GPU's rounding differs from a CPU's).
   GenerateOptions ref_gen = gen;
   ref_gen.device = device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
-  const GenerateOutput ref = generate_in_ram(cfg, w, ps, ref_gen);
+  const GenerateOutput ref = generate_in_ram(*model, w, ps, ref_gen);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(block));
   std::mt19937 rng(11);
   for (int i = 0; i < policies; ++i) {
     PipelineSpec spec;
     spec.device = device;
-    spec.cfg = cfg;
+    spec.model = model;
     spec.producer = dummy_weight_producer(3);
-    spec.weights_key = cfg.name + ":dummy:seed=3";
+    spec.weights_key = model->name() + ":dummy:seed=3";
     spec.policy = random_policy(rng, block);
     if (i == 0) {  // everything on disk
       spec.policy.w_gpu = spec.policy.w_cpu = 0;
@@ -130,6 +132,11 @@ inline void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int
       EXPECT_GT(r.peak_bytes.at("disk"), 0u);
     }
   }
+}
+
+inline void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_len,
+                             int policies, PipelineDevice device = PipelineDevice::Cpu) {
+  expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device);
 }
 
 }  // namespace h2oflex::testing_support

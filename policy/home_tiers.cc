@@ -1,4 +1,4 @@
-#include "offload/weights/home_tiers.h"
+#include "policy/home_tiers.h"
 
 #include <cmath>
 

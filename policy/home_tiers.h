@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "offload/tiers/tier.h"
+#include "runtime/core/tier_kind.h"
 
 namespace h2oflex {
 

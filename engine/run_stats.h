@@ -1,0 +1,34 @@
+// What a pipeline run reports: tokens, phase times, bytes moved, peaks, and how busy each
+// resource was per phase.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "offload/transfer/transfer_engine.h"
+
+namespace h2oflex {
+
+struct StageBusy {
+  double compute = 0, weight_load = 0, cache_load = 0, cache_store = 0;
+};
+
+struct PipelineResult {
+  std::vector<std::vector<int32_t>> tokens;
+  double prefill_s = 0, decode_s = 0;
+  bool projected = false;
+  int decode_steps_run = 0;
+  std::map<std::string, uint64_t> peak_bytes;     // per tier name
+  std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
+  std::vector<TransferRecord> bytes_moved;
+  std::map<std::string, StageBusy> stage_busy_s;  // "prefill", "decode"
+  KeptSets kept;  // when spec.gen.capture_kept: the same order as the in-RAM path
+};
+
+// Busy seconds so far of compute and of each queue; the difference of two is a phase's.
+StageBusy busy_now(const TransferEngine& transfers, double compute_s);
+StageBusy busy_between(const StageBusy& before, const StageBusy& after);
+
+}  // namespace h2oflex

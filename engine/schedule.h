@@ -1,0 +1,48 @@
+// FlexGen's block schedule over abstract units. One step (the prefill, or one decode step) walks
+// a stage's units in order; every unit's weights are loaded once per block, the next unit's
+// while this one computes, and each decoder layer is visited once per GPU batch, the next
+// visit's KV loading into the other buffer while this visit computes. With `overlap` off every
+// copy finishes before the next compute starts.
+#pragma once
+
+#include <vector>
+
+#include "offload/transfer/transfer_engine.h"
+
+namespace h2oflex {
+
+// What the schedule drives; the pipeline implements it.
+class ScheduleHooks {
+ public:
+  virtual ~ScheduleHooks() = default;
+  virtual std::vector<TransferHandle> prefetch_weights(int unit) = 0;
+  // KV of (layer unit, batch) into buffer `buf`; empty when the cache is computed in place.
+  virtual std::vector<TransferHandle> load_kv(int unit, int batch, int buf) = 0;
+  virtual void compute(int unit, int batch, int buf) = 0;
+  virtual void wait_kv_stores() = 0;
+  virtual void unit_done(int unit) = 0;
+};
+
+// A stage owns units [first_unit, last_unit]; units [first_layer, last_layer] among them are
+// decoder layers (they have a KV cache).
+struct StageUnits {
+  int first_unit = 0, last_unit = 0;
+  int first_layer = 1, last_layer = 0;
+  bool is_layer(int unit) const { return unit >= first_layer && unit <= last_layer; }
+};
+
+struct StepShape {
+  StageUnits units;
+  int batches = 1;  // GPU batches per block
+  bool prefill = true;
+  bool overlap = true;
+};
+
+// Buffer of visit (unit, batch): consecutive visits alternate.
+inline int visit_buffer(int unit, int batch, int batches) {
+  return (unit * batches + batch) % 2;
+}
+
+void run_step(ScheduleHooks& hooks, const StepShape& shape);
+
+}  // namespace h2oflex

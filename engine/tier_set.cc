@@ -1,0 +1,109 @@
+#include "engine/tier_set.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/device_pinning.h"
+#include "offload/tiers/cuda_device_tier.h"
+
+namespace h2oflex {
+
+namespace {
+
+constexpr uint64_t kUnlimited = ~uint64_t{0} >> 2;
+
+uint64_t budget_or_unlimited(uint64_t b) {
+  return b ? b : kUnlimited;
+}
+
+}  // namespace
+
+const char* pipeline_device_name(PipelineDevice d) {
+  switch (d) {
+    case PipelineDevice::Cpu:
+      return "cpu";
+    case PipelineDevice::CpuIsolated:
+      return "cpu-isolated";
+    case PipelineDevice::Cuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
+                 const policy::HardwareLimits& lim)
+    : separate_(device != PipelineDevice::Cpu),
+      dev_(device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU) {
+  const uint64_t device_budget = budget_or_unlimited(lim.device_mem);
+  switch (device) {
+    case PipelineDevice::Cpu:
+      device_ = std::make_unique<CpuDeviceTier>(device_budget);
+      break;
+    case PipelineDevice::CpuIsolated:
+      device_ = std::make_unique<CpuDeviceTier>(device_budget, 4096, /*host_addressable=*/false);
+      break;
+    case PipelineDevice::Cuda:
+#ifdef H2OFLEX_WITH_CUDA
+      device_ = std::make_unique<CudaDeviceTier>(device_budget);
+#else
+      throw InputError("compute device 'cuda' requested, but this build has no CUDA backend");
+#endif
+      break;
+  }
+  host_ = std::make_unique<HostTier>(budget_or_unlimited(lim.host_mem));
+  disk_path_ = lim.disk_path;
+  if (plan.on(TierKind::Disk) > 0) {
+    if (disk_path_.empty()) {
+      disk_path_ = std::filesystem::temp_directory_path().string();
+      std::fprintf(stderr, "disk tier: hardware.disk_path not set, using %s\n", disk_path_.c_str());
+    }
+    disk_ = std::make_unique<DiskTier>(disk_path_, budget_or_unlimited(lim.disk_mem));
+  }
+  xfer_ = std::make_unique<TransferEngine>();
+  xfer_->use_pinned_memory(*host_);
+  device_pins_ = make_device_pin_listener();  // GPU builds: pinned for DMA as well
+  if (device_pins_) {
+    host_->add_pin_listener(device_pins_.get());
+    xfer_->pin_bounce_buffers(*device_pins_);  // disk <-> GPU copies stage through them
+  }
+}
+
+TierSet::~TierSet() {
+  // The transfer engine first: it finishes queued copies and unpins its bounce buffers while
+  // the pin listener still exists. Errors here are dropped: the run's own error, if any, is the
+  // one the user must see.
+  try {
+    xfer_.reset();
+  } catch (...) {
+  }
+  try {
+    if (device_pins_) host_->remove_pin_listener(device_pins_.get());
+  } catch (...) {
+  }
+}
+
+void TierSet::quiesce() noexcept {
+  for (int q = 0; q < static_cast<int>(kQueueCount); ++q) {
+    try {
+      xfer_->drain(static_cast<QueueId>(q));
+    } catch (...) {  // the run's own error is the one reported
+    }
+  }
+}
+
+MemoryTier& TierSet::memory(TierKind kind) {
+  H2OFLEX_CHECK(kind != TierKind::Disk, "tier set: the disk tier is not memory");
+  return kind == TierKind::Device ? *device_ : static_cast<MemoryTier&>(*host_);
+}
+
+void TierSet::reset_peaks() {
+  device_->reset_peak();
+  host_->reset_peak();
+}
+
+std::map<std::string, uint64_t> TierSet::peaks() const {
+  return {
+      {"device", device_->peak()}, {"host", host_->peak()}, {"disk", disk_ ? disk_->peak() : 0}};
+}
+
+}  // namespace h2oflex

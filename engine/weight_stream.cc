@@ -1,0 +1,94 @@
+#include "engine/weight_stream.h"
+
+#include <filesystem>
+
+namespace h2oflex {
+
+WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
+                           const policy::MemoryPlan& plan, const WeightSourceSpec& source,
+                           TierSet& tiers)
+    : model_(model), plan_(plan), tiers_(tiers), specs_(layout_specs(model, matrix_dtype)) {
+  const bool any_disk =
+      plan.on(TierKind::Disk) > 0 && std::find(plan.weight_home.begin(), plan.weight_home.end(),
+                                               TierKind::Disk) != plan.weight_home.end();
+  if (any_disk) {
+    // Disk-resident weights are read from the offload layout in place; memory-resident ones are
+    // read from it once (faster than producing them again).
+    H2OFLEX_CHECK(!source.weights_key.empty(), "pipeline: weights on disk need a weights_key");
+    const std::string dir = model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype);
+    check_disk_room(dir);
+    layout_ = open_or_build_model_layout(dir, source.weights_key, model, matrix_dtype,
+                                         source.producer, source.partial_producer);
+  }
+  WeightSource from;
+  from.layout = layout_.get();
+  if (!layout_) {
+    from.fill = [this, producer = source.producer](size_t i, void* dst) {
+      producer(model_.weight_specs()[i], specs_[i].dtype, dst);
+    };
+  }
+  store_ = std::make_unique<WeightStore>(
+      specs_, std::move(from), tiers.transfers(),
+      WeightStoreTiers{&tiers.device(), &tiers.host(), tiers.disk()}, plan.weight_home,
+      WeightStoreOptions{/*verify_checksums=*/true, /*pin_host=*/source.pin});
+  store_->materialize();
+  if (plan.weight_workspace > 0) {
+    for (void*& w : workspace_)
+      w = tiers.device().allocate(plan.weight_workspace, "weight workspace");
+  }
+}
+
+WeightStream::~WeightStream() {
+  for (void* w : workspace_) {
+    if (w != nullptr) tiers_.device().free(w);
+  }
+}
+
+// Refuses, before writing anything, a layout that the disk cannot hold (an existing layout of
+// the same size is reused, so it needs no new room).
+void WeightStream::check_disk_room(const std::string& layout_dir) const {
+  namespace fs = std::filesystem;
+  uint64_t needed = 0;
+  for (uint64_t b : plan_.weight_bytes) needed += policy::plan_round(b);
+  const fs::path data = fs::path(layout_dir) / WeightLayout::kDataFile;
+  std::error_code ec;
+  const uint64_t existing = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;
+  const uint64_t fresh = needed > existing ? needed - existing : 0;
+  const fs::space_info space = fs::space(tiers_.disk_path(), ec);
+  if (!ec && fresh > space.available) {
+    throw InputError(detail::concat(
+        "the weights need ", needed / 1073741824.0, " GiB on disk (", fresh / 1073741824.0,
+        " GiB new) at ", tiers_.disk_path(), " but only ", space.available / 1073741824.0,
+        " GiB are free: free some space or point hardware.disk_path elsewhere"));
+  }
+}
+
+std::vector<TransferHandle> WeightStream::prefetch(int unit, const std::string& phase) {
+  std::vector<TransferHandle> handles;
+  const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
+  for (size_t j = 0; j < tensors.size(); ++j) {
+    const size_t i = tensors[j];
+    if (!plan_.staged(plan_.weight_home[i])) continue;
+    void* dst = static_cast<char*>(workspace_[unit % 2]) + plan_.workspace_offset[unit][j];
+    handles.push_back(store_->fetch(i, tiers_.at(TierKind::Device, dst), phase));
+  }
+  return handles;
+}
+
+std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
+  std::vector<Tensor> out;
+  const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
+  for (size_t j = 0; j < tensors.size(); ++j) {
+    const size_t i = tensors[j];
+    const TierKind home = plan_.weight_home[i];
+    const bool in_workspace = plan_.staged(home);
+    void* p = in_workspace
+                  ? static_cast<char*>(workspace_[unit % 2]) + plan_.workspace_offset[unit][j]
+                  : store_->resident(i);
+    const Device d = in_workspace ? tiers_.compute_device() : tiers_.tensor_device(home);
+    out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
+  }
+  return model_.bind(unit, out);
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,74 @@
+// The engine's memory plan: the home tier of every weight tensor, KV cache and activation block,
+// the workspaces the block schedule needs, and the bytes each tier must hold — computed before
+// anything is allocated, so a policy over budget is refused with the estimate. The engine
+// allocates exactly what this plan lists; the planner and the cost model ask the same function
+// (through ModelFootprint), so a policy they choose is one the engine accepts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "policy/run_policy.h"
+#include "runtime/core/storage_format.h"
+#include "runtime/core/tier_kind.h"
+
+namespace h2oflex::policy {
+
+// What the plan needs to know about a model: family-neutral sizes.
+struct ModelFootprint {
+  std::vector<uint64_t> tensor_bytes;             // every weight tensor, execution order
+  std::vector<std::vector<size_t>> unit_tensors;  // per unit (embedding, layers, head)
+  int64_t layers = 0, hidden = 0, vocab = 0;
+  int64_t query_heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t scratch_elems_per_row = 0;  // the layers' f32 working buffers per hidden row
+};
+
+// The run's shape.
+struct PlanShape {
+  int64_t prompt_len = 0;  // padded
+  int64_t gen_len = 0;
+  int64_t kv_slots = 0;  // per (sequence, layer, KV head)
+  StorageFormat kv_format;
+  bool separate_device = false;  // the device tier is not host memory the CPU computes on
+};
+
+// Rounds allocations to the tiers' 4 KiB unit, as the tiers do.
+uint64_t plan_round(uint64_t bytes);
+
+struct MemoryPlan {
+  std::vector<TierKind> weight_home;   // per tensor
+  std::vector<uint64_t> weight_bytes;  // per tensor
+  std::vector<TierKind> kv_home;       // per layer
+  std::vector<TierKind> act_home;      // per GPU batch
+  // One buffer of the double-buffered weight workspace, and each unit's tensors' offsets in it
+  // (only staged tensors take room).
+  uint64_t weight_workspace = 0;
+  std::vector<std::vector<uint64_t>> workspace_offset;
+  uint64_t kv_bytes = 0;      // K (or V) of one (layer, GPU batch), rounded
+  uint64_t meta_bytes = 0;    // positions (or scores) of one (layer, GPU batch), rounded
+  uint64_t act_bytes = 0;     // hidden states of one GPU batch, rounded
+  bool kv_workspace = false;  // some layer's KV is loaded into workspaces (2 x K and V)
+  TierKind kv_workspace_tier = TierKind::Device;
+  bool act_workspace = false;              // some batch's activations are staged into the device
+  uint64_t bytes[kTierKinds] = {0, 0, 0};  // per tier (TierKind order)
+
+  bool cpu_cache_compute = false;
+  bool separate_device = false;
+  // Data in `home` is copied into a device workspace before the device computes on it.
+  bool staged(TierKind home) const {
+    return home == TierKind::Disk || (separate_device && home == TierKind::Host);
+  }
+  // A layer's KV computed on where it lives (no workspace copy).
+  bool kv_in_place(int layer) const;
+  // Where a layer's slot positions and scores live: with the attention that reads them.
+  TierKind meta_tier(TierKind kv_home) const;
+  uint64_t on(TierKind t) const { return bytes[static_cast<int>(t)]; }
+};
+
+MemoryPlan plan_memory(const ModelFootprint& model, const Policy& p, const PlanShape& shape);
+
+// Throws InputError naming every tier whose planned bytes exceed its budget (0 = unlimited).
+void check_plan_fits(const MemoryPlan& plan, const Policy& p, const HardwareLimits& limits);
+
+}  // namespace h2oflex::policy
