@@ -6,9 +6,9 @@
 #include <functional>
 #include <vector>
 
-#include "models/opt/opt_model.h"
-#include "policy/eviction.h"
 #include "engine/kv_slots.h"
+#include "models/opt/opt_model.h"
+#include "policy/kv_policy.h"
 
 namespace h2oflex {
 
@@ -17,7 +17,7 @@ struct GenerateOptions {
   bool stop_at_eos = true;
   ops::ComputeType compute = ops::ComputeType::F32;
   DType kv_dtype = DType::F32;
-  EvictionRule eviction;
+  KvRule eviction;
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;
   uint64_t seed = 0;

@@ -7,8 +7,7 @@ namespace h2oflex {
 using ops::Scratch;
 
 ChangedSlots decode_layer(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
-                          const EvictionRule& rule, int32_t position, Tensor& hidden,
-                          KvSlots& slots) {
+                          const KvRule& rule, int32_t position, Tensor& hidden, KvSlots& slots) {
   const int64_t b = hidden.dim(0), heads = cfg.heads, d = cfg.head_dim();
   const Device dev = hidden.device();
   const Shape rows{b, cfg.hidden}, per_head{b, heads, d};

@@ -2,9 +2,9 @@
 // exactly the same thing (the pipeline's invariance tests rely on it).
 #pragma once
 
-#include "models/opt/opt_layers.h"
-#include "policy/eviction.h"
 #include "engine/kv_slots.h"
+#include "models/opt/opt_layers.h"
+#include "policy/kv_policy.h"
 
 namespace h2oflex {
 
@@ -12,8 +12,7 @@ namespace h2oflex {
 // over the retained slots plus the token, the eviction rule's choice of slot, and the rest of the
 // layer. `hidden` [b, H] is updated in place; returns the slots that changed (to write back).
 ChangedSlots decode_layer(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,
-                          const EvictionRule& rule, int32_t position, Tensor& hidden,
-                          KvSlots& slots);
+                          const KvRule& rule, int32_t position, Tensor& hidden, KvSlots& slots);
 
 // Row (i + 1) * seq - 1 of hidden [batch * seq, H] for each sequence i: the state the next token
 // is predicted from (left padding puts every sequence's last token in the last column).

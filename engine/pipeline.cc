@@ -679,7 +679,7 @@ void Pipeline::compute(int unit, int batch, bool prefill, int decode_step) {
     const int buf = static_cast<int>((unit * ngb_ + batch) % 2);
     if (prefill) wait_stores(buf);  // decode waited when it loaded the buffer
     KvSlots slots = slots_for(layer, batch, buf);
-    const EvictionRule& rule = spec_.gen.eviction;
+    const KvRule& rule = spec_.gen.eviction;
     if (prefill) {
       Tensor* cs = rule.uses_attention_scores() ? &colsum_ : nullptr;
       opt_layer_prefill(cfg_, lw, ct, hidden, gbs_, s, pad, prefill_k_, prefill_v_, cs);

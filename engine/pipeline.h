@@ -24,7 +24,7 @@
 
 #include "models/opt/opt_model.h"
 #include "offload/transfer/transfer_engine.h"
-#include "policy/eviction.h"
+#include "policy/kv_policy.h"
 #include "policy/run_policy.h"
 #include "engine/generator.h"
 #include "engine/model_layout.h"

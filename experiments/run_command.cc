@@ -5,14 +5,15 @@
 #include <iostream>
 #include <map>
 
-#include "experiments/model_source.h"
-#include "experiments/plan_command.h"
-#include "experiments/sha256.h"
-#include "policy/run_policy.h"
-#include "runtime/core/rng.h"
 #include "engine/compute_device.h"
 #include "engine/generator.h"
 #include "engine/pipeline.h"
+#include "experiments/model_source.h"
+#include "experiments/plan_command.h"
+#include "experiments/sha256.h"
+#include "policy/kv_policy.h"
+#include "policy/run_policy.h"
+#include "runtime/core/rng.h"
 
 namespace h2oflex {
 
@@ -40,9 +41,7 @@ nlohmann::json plan_run_policy(const RunConfig& c, const OptConfig& cfg, DType w
                       ": policy: auto needs the key 'hardware_profile' (a profile written by "
                       "`h2oflex profile --out hw.yaml`, e.g. experiments/hardware/local_cpu.yaml)");
   const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
-  const policy::KvPolicy kv = c.kv_node && !c.kv_node.IsNull()
-                                  ? policy::parse_kv_policy(c.kv_node, "kv")
-                                  : policy::KvPolicy{};
+  const policy::KvPolicy& kv = c.kv_policy;
   // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
   const policy::ModelShape shape =
       model_shape_for(cfg, static_cast<double>(dtype_size(wdtype)), 4.0);
@@ -206,6 +205,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
   r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);
   r["kv"] = {{"policy", c.kv.name()},
+             {"sinks", c.kv.sinks},
              {"heavy", c.kv.heavy},
              {"recent", c.kv.recent},
              {"budget", capacity}};

@@ -135,13 +135,11 @@ struct Reference {
 // ---- the engine: ops + KV slots ----
 struct Engine {
   const Problem& p;
-  EvictionRule rule;
+  KvRule rule;
   KvSlots slots;
 
   explicit Engine(const Problem& prob) : p(prob) {
-    rule.kind = EvictionRule::Kind::H2O;
-    rule.heavy = p.heavy;
-    rule.recent = p.recent;
+    rule = policy::kv_rule("h2o", 0, p.heavy, p.recent);
     slots = KvSlots::allocate(p.batch, p.heads, p.heavy + p.recent, p.dim, DType::F32);
   }
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "experiments/run_command.h"
 #include "engine/generator.h"
 #include "engine/pipeline.h"
+#include "experiments/run_command.h"
 
 namespace h2oflex::testing_support {
 
@@ -71,8 +71,8 @@ inline policy::Policy random_policy(std::mt19937& rng, int block) {
 
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
-inline void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_len,
-                             int policies, PipelineDevice device = PipelineDevice::Cpu) {
+inline void expect_invariant(const OptConfig& cfg, const KvRule& rule, int gen_len, int policies,
+                             PipelineDevice device = PipelineDevice::Cpu) {
   const int block = 8;
   const auto ps = prompts(block, 7);
   GenerateOptions gen;
