@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -47,6 +48,7 @@ constexpr PolicyRow kPolicies[] = {
 struct CountKeys {
   const char* ratio_key;  // nullptr: no ratio form exists
   const char* tokens_key;
+  const char* spec_name;  // in the command-line form's usage
   int min_tokens;
   Count PolicyRow::*use;
   double KvPolicy::*ratio;
@@ -54,10 +56,10 @@ struct CountKeys {
 };
 constexpr int kMaxTokens = 1 << 24;
 const CountKeys kCounts[] = {
-    {nullptr, "sink_tokens", 0, &PolicyRow::sinks, nullptr, &KvPolicy::sink_tokens},
-    {"heavy_ratio", "heavy_tokens", 1, &PolicyRow::heavy, &KvPolicy::heavy_ratio,
+    {nullptr, "sink_tokens", "SINK", 0, &PolicyRow::sinks, nullptr, &KvPolicy::sink_tokens},
+    {"heavy_ratio", "heavy_tokens", "HEAVY", 1, &PolicyRow::heavy, &KvPolicy::heavy_ratio,
      &KvPolicy::heavy_tokens},
-    {"recent_ratio", "recent_tokens", 1, &PolicyRow::recent, &KvPolicy::recent_ratio,
+    {"recent_ratio", "recent_tokens", "RECENT", 1, &PolicyRow::recent, &KvPolicy::recent_ratio,
      &KvPolicy::recent_tokens},
 };
 enum CountIndex { kSinks = 0, kHeavy = 1, kRecent = 2 };
@@ -98,6 +100,24 @@ std::string keys_taken(const PolicyRow& row) {
                                      : c.tokens_key;
   }
   return s.empty() ? "no counts" : s;
+}
+
+// "full, h2o:HEAVY,RECENT, streaming:SINK,RECENT or tova:HEAVY,RECENT".
+std::string spec_usage() {
+  std::string s;
+  const size_t n = std::size(kPolicies);
+  for (size_t i = 0; i < n; ++i) {
+    s += i == 0 ? "" : i + 1 == n ? " or " : ", ";
+    s += kPolicies[i].name;
+    char sep = ':';
+    for (const CountKeys& c : kCounts) {
+      if (kPolicies[i].*c.use == Count::Unused) continue;
+      s += sep;
+      s += c.spec_name;
+      sep = ',';
+    }
+  }
+  return s;
 }
 
 KvRule rule_of(const PolicyRow& row) {
@@ -143,7 +163,7 @@ KvPolicy build(const Written& w, const Where& at) {
     if (g.ratio && use != Count::RatioOrTokens) not_used(c.ratio_key, g.ratio_line);
     if (use == Count::Unused) continue;
     H2OFLEX_INPUT_CHECK(!(g.ratio && g.tokens), at.prefix, at.path, ": give ", c.ratio_key, " or ",
-                        c.tokens_key, ", not both");
+                        c.tokens_key, ", not both", g.tokens_line);
     H2OFLEX_INPUT_CHECK(
         g.ratio || g.tokens, at.key(use == Count::RatioOrTokens ? c.ratio_key : c.tokens_key), ": ",
         row->name, " needs ",
@@ -156,8 +176,9 @@ KvPolicy build(const Written& w, const Where& at) {
       kv.*c.ratio = v;
     } else {
       const double v = *g.tokens;
-      H2OFLEX_INPUT_CHECK(v >= c.min_tokens && v <= kMaxTokens, at.key(c.tokens_key), ": ", fmt(v),
-                          " must be in [", c.min_tokens, ", ", kMaxTokens, "]", g.tokens_line);
+      H2OFLEX_INPUT_CHECK(v >= c.min_tokens && v <= kMaxTokens, at.key(c.tokens_key), ": ",
+                          static_cast<int64_t>(v), " must be in [", c.min_tokens, ", ", kMaxTokens,
+                          "]", g.tokens_line);
       kv.*c.tokens = static_cast<int>(v);
     }
   }
@@ -282,9 +303,7 @@ KvPolicy parse_kv_spec(const std::string& spec) {
   Written w;
   w.policy = spec.substr(0, colon);
   const PolicyRow* row = find_row(w.policy);
-  H2OFLEX_INPUT_CHECK(row != nullptr, what,
-                      ": expected full, h2o:HEAVY,RECENT, streaming:SINK,RECENT",
-                      " or tova:HEAVY,RECENT");
+  H2OFLEX_INPUT_CHECK(row != nullptr, what, ": expected ", spec_usage());
   // The values fill the counts the policy takes, in table order (sinks, heavy, recent).
   std::vector<int> used;
   for (int i = 0; i < 3; ++i) {

@@ -272,6 +272,10 @@ TEST(KvPolicy, ErrorsNameTheKeyAndLine) {
                               "rows[0].kv");
             }).find("rows[0].kv.heavy_ratio: 2 is not a fraction"),
             std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_kv_spec("lru:1,2");
+            }).find("expected full, h2o:HEAVY,RECENT, streaming:SINK,RECENT or tova:HEAVY,RECENT"),
+            std::string::npos);
   EXPECT_NE(error_of([] { parse_kv_spec("full:1,2"); }).find("takes no parameters"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_kv_spec("h2o:1,2,3"); }).find("needs 2 values, got 3"),
