@@ -36,6 +36,13 @@ TEST(PipelineInvariance, H2OEvictionRandomPolicies) {
   expect_invariant(tiny_config(true), rule, 8, 8);
 }
 
+// Position scores (sinks + recent window) and replaced attention scores take the same path.
+TEST(PipelineInvariance, StreamingAndTovaRandomPolicies) {
+  expect_invariant(tiny_config(true), policy::kv_rule("streaming", 2, 0, 3), 8, 4);
+  expect_invariant(tiny_config(true), policy::kv_rule("tova", 0, 2, 3), 8, 4,
+                   PipelineDevice::CpuIsolated);
+}
+
 // The GPU data path (device memory that only explicit copies reach) with the CPU computing.
 TEST(PipelineInvariance, IsolatedDeviceFullCache) {
   expect_invariant(tiny_config(true), KvRule{}, 6, 10, PipelineDevice::CpuIsolated);
