@@ -31,7 +31,7 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
   return pb;
 }
 
-void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
+void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids) {
   if (opt.temperature <= 0.0f) {
     ops::argmax(logits, ids);
@@ -54,7 +54,7 @@ Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded) {
 
 GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& host_weights,
                                const std::vector<std::vector<int32_t>>& prompts,
-                               const GenerateOptions& opt) {
+                               const GenerationSettings& opt) {
   const Device dev = opt.device;
   const ModelWeights w = host_weights.on_device(dev);
   std::vector<std::unique_ptr<UnitWeights>> units;

@@ -8,16 +8,16 @@
 
 #include "engine/kv_slots.h"
 #include "models/decoder_model.h"
-#include "policy/eviction.h"
+#include "policy/kv_policy.h"
 
 namespace h2oflex {
 
-struct GenerateOptions {
+struct GenerationSettings {
   int gen_len = 32;
   bool stop_at_eos = true;
   ops::ComputeType compute = ops::ComputeType::F32;
   DType kv_dtype = DType::F32;
-  EvictionRule eviction;
+  KvRule eviction;
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;
   uint64_t seed = 0;
@@ -40,7 +40,7 @@ using KeptSets = std::vector<std::vector<std::vector<int32_t>>>;
 struct GenerateOutput {
   std::vector<std::vector<int32_t>> tokens;  // generated ids per sequence (EOS included)
   double prefill_s = 0, decode_s = 0;
-  KeptSets kept;  // when GenerateOptions::capture_kept
+  KeptSets kept;  // when GenerationSettings::capture_kept
 };
 
 // A batch of prompts left-padded to the longest one.
@@ -53,7 +53,7 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 
 // Next-token choice for a [b, vocab] logits block (greedy or seeded sampling). `first_row` is the
 // global index of row 0, so results do not depend on how a batch is split.
-void choose_tokens(const Tensor& logits, const GenerateOptions& opt, int64_t first_row, int step,
+void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids);
 
 // Positions of one decode step's tokens: the token of sequence i at padded position `padded`
@@ -62,6 +62,6 @@ Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded);
 
 GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& weights,
                                const std::vector<std::vector<int32_t>>& prompts,
-                               const GenerateOptions& opt);
+                               const GenerationSettings& opt);
 
 }  // namespace h2oflex

@@ -40,15 +40,44 @@ std::vector<std::vector<int32_t>> kept_positions(const Tensor& slot_pos) {
 
 namespace {
 
-// Scores of a prompt token for selection and for later eviction, per rule.
-float streaming_score(int32_t position, int32_t first_real, int sinks) {
-  return position - first_real < sinks ? std::numeric_limits<float>::infinity()
-                                       : static_cast<float>(position);
+// The score each prompt token starts with, which also ranks it for prefill selection: +inf for
+// the first `sinks` real tokens (picked, and never evicted), else the rule's prefill statistic
+// (attention scores) or the token's position (position scores). [b, heads, s] f32 on `dev`.
+Tensor initial_scores(const KvRule& rule, const Tensor* colsum, const std::vector<int32_t>& pad,
+                      int64_t b, int64_t heads, int64_t s, Device dev) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const auto is_sink = [&](int64_t bh, int64_t j) {
+    return j >= pad[bh / heads] && j - pad[bh / heads] < rule.sinks;
+  };
+  Tensor host;
+  if (rule.score == SlotScore::Attention) {
+    H2OFLEX_CHECK(rule.prefill == PrefillStat::ColumnSum && colsum != nullptr,
+                  "kv_prefill: ", rule.name(), " needs column sums");
+    if (rule.sinks == 0) return *colsum;
+    // Sinks under attention scores: marked on a host copy (no op writes +inf into a statistic).
+    host = Tensor::empty({b, heads, s}, DType::F32);
+    ops::copy(*colsum, host);
+    for (int64_t bh = 0; bh < b * heads; ++bh) {
+      for (int64_t j = 0; j < s; ++j) {
+        if (is_sink(bh, j)) host.data<float>()[bh * s + j] = kInf;
+      }
+    }
+  } else {
+    H2OFLEX_CHECK(rule.score == SlotScore::Position, "kv_prefill: ", rule.name(),
+                  " has no slot score");
+    host = Tensor::empty({b, heads, s}, DType::F32);
+    for (int64_t bh = 0; bh < b * heads; ++bh) {
+      for (int64_t j = 0; j < s; ++j) {
+        host.data<float>()[bh * s + j] = is_sink(bh, j) ? kInf : static_cast<float>(j);
+      }
+    }
+  }
+  return ops::scratch_copy(ops::Scratch::PrefillScore, host, dev);
 }
 
 }  // namespace
 
-void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
+void kv_prefill(const KvRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
                 const std::vector<int32_t>& pad, KvSlots& slots) {
   const int64_t b = k.dim(0), s = k.dim(1), heads = k.dim(2), d = k.dim(3);
   const int64_t cap = slots.capacity();
@@ -58,24 +87,15 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
   // another device (a cache the host attends to) then receive only the kept slots.
   const Device dev = k.device();
   using ops::Scratch;
-  // keep[b, heads, n_keep]: padded positions to store, ascending, -1 for unused; and the score
-  // each kept token starts with (h2o: its column sum; streaming: sinks +inf, others position).
+  // keep[b, heads, n_keep]: padded positions to store, ascending, -1 for unused; keep_score: the
+  // score each kept token starts with. With position scores and no heavy count the picks are
+  // exactly the sinks, the only tokens outside the recent window that rank +inf.
   Tensor keep, keep_score;
   if (rule.evicts()) {
-    Tensor rank;
-    if (rule.uses_attention_scores()) {
-      H2OFLEX_CHECK(colsum != nullptr, "kv_prefill: h2o needs column sums");
-      rank = *colsum;
-    } else {  // streaming: earlier tokens rank higher, so the "heavy" picks are the sinks
-      Tensor host = Tensor::empty({b, heads, s}, DType::F32);
-      for (int64_t bh = 0; bh < b * heads; ++bh) {
-        for (int64_t j = 0; j < s; ++j) host.data<float>()[bh * s + j] = -static_cast<float>(j);
-      }
-      rank = ops::scratch_copy(Scratch::PrefillRank, host, dev);
-    }
-    keep =
-        ops::scratch(Scratch::PrefillKeep, {b, heads, rule.heavy + rule.recent}, DType::I32, dev);
-    ops::select_heavy_recent(rank, pad, rule.heavy, rule.recent, keep);
+    keep_score = initial_scores(rule, colsum, pad, b, heads, s, dev);
+    const int picks = rule.sinks + rule.heavy;
+    keep = ops::scratch(Scratch::PrefillKeep, {b, heads, picks + rule.recent}, DType::I32, dev);
+    ops::select_heavy_recent(keep_score, pad, picks, rule.recent, keep);
   } else {
     H2OFLEX_CHECK(cap >= s, "kv_prefill: capacity ", cap, " < prompt ", s);
     Tensor host = Tensor::empty({b, heads, s}, DType::I32);
@@ -85,17 +105,6 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
       }
     }
     keep = ops::scratch_copy(Scratch::PrefillKeep, host, dev);
-  }
-  if (rule.kind == EvictionRule::Kind::H2O) keep_score = *colsum;
-  if (rule.kind == EvictionRule::Kind::Streaming) {
-    Tensor host = Tensor::empty({b, heads, s}, DType::F32);
-    for (int64_t bh = 0; bh < b * heads; ++bh) {
-      for (int64_t j = 0; j < s; ++j) {
-        host.data<float>()[bh * s + j] =
-            streaming_score(static_cast<int32_t>(j), pad[bh / heads], rule.heavy);
-      }
-    }
-    keep_score = ops::scratch_copy(Scratch::PrefillScore, host, dev);
   }
   const bool staged = slots.k.device() != dev;
   KvSlots target = slots;
@@ -117,14 +126,27 @@ void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, cons
   }
 }
 
-ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const Tensor& k_new,
+ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor& k_new,
                               const Tensor& v_new, const Tensor* slot_probs, const Tensor* new_prob,
                               KvSlots& slots) {
   const int64_t b = slots.batch(), heads = slots.heads();
   const Device dev = slots.k.device();
-  if (rule.uses_attention_scores()) {
-    H2OFLEX_CHECK(slot_probs && new_prob, "kv_decode_insert: h2o needs probabilities");
-    ops::add_inplace(slots.score, *slot_probs);
+  if (rule.uses_attention_scores() || rule.update != DecodeUpdate::None) {
+    H2OFLEX_CHECK(slot_probs && new_prob, "kv_decode_insert: ", rule.name(),
+                  " needs probabilities");
+  }
+  switch (rule.update) {
+    case DecodeUpdate::None:
+      break;
+    case DecodeUpdate::Accumulate:
+      ops::add_inplace(slots.score, *slot_probs);
+      break;
+    case DecodeUpdate::Replace:
+      // Replacing would overwrite the sinks' +inf; no op restores it, so no such rule runs.
+      H2OFLEX_CHECK(rule.sinks == 0, "kv_decode_insert: ", rule.name(),
+                    " replaces scores and cannot protect sinks");
+      ops::copy(*slot_probs, slots.score);
+      break;
   }
   Tensor victim;
   if (rule.evicts()) {
@@ -133,8 +155,8 @@ ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const 
     std::vector<int32_t> protect(static_cast<size_t>(b), position - rule.recent + 1);
     ops::evict_lowest_score(slots.score, slots.pos, protect, victim);
   }
-  const float fixed_score =
-      rule.kind == EvictionRule::Kind::Streaming ? static_cast<float>(position) : 0.0f;
+  // Without attention scores the new token's score is fixed: its position, or unused (0).
+  const float fixed_score = rule.score == SlotScore::Position ? static_cast<float>(position) : 0.0f;
   Tensor changed_dev = ops::scratch(ops::Scratch::Changed, {b, heads}, DType::I32, dev);
   ops::kv_insert(k_new, v_new, rule.evicts() ? &victim : nullptr, position,
                  rule.uses_attention_scores() ? new_prob : nullptr, fixed_score, slots.k, slots.v,

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "policy/eviction.h"
+#include "policy/kv_policy.h"
 #include "runtime/core/tensor.h"
 
 namespace h2oflex {
@@ -29,17 +29,18 @@ struct KvSlots {
 // Where each (sequence, head) wrote this step: slot index, or -1 if nothing changed.
 using ChangedSlots = std::vector<int32_t>;  // [b * heads]
 
-// Fills `slots` from a prompt: k, v [b, s, heads, d] f32, colsum [b, heads, s] (h2o only; may be
-// null otherwise), pad per sequence. Padding is never stored. The slots may be on another device
-// than the inputs (a cache the host attends to): selection and the scatter into slot layout then
-// run on the inputs' device and only the kept slots are copied over.
-void kv_prefill(const EvictionRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
+// Fills `slots` from a prompt: k, v [b, s, heads, d] f32, colsum [b, heads, s] (rules with
+// attention scores only; may be null otherwise), pad per sequence. Padding is never stored. The
+// slots may be on another device than the inputs (a cache the host attends to): selection and the
+// scatter into slot layout then run on the inputs' device and only the kept slots are copied over.
+void kv_prefill(const KvRule& rule, const Tensor& k, const Tensor& v, const Tensor* colsum,
                 const std::vector<int32_t>& pad, KvSlots& slots);
 
-// After attention of the token at padded position `position`: adds the slot probabilities to the
-// scores (h2o), picks each (sequence, head)'s slot for the new token — the next free slot, or the
-// victim of the rule — and writes k_new, v_new [b, heads, d] f32 there. Returns the changed slots.
-ChangedSlots kv_decode_insert(const EvictionRule& rule, int32_t position, const Tensor& k_new,
+// After attention of the token at padded position `position`: updates the scores with the slot
+// probabilities as the rule says (added for h2o, replacing them for tova), picks each (sequence,
+// head)'s slot for the new token — the next free slot, or the victim of the rule — and writes
+// k_new, v_new [b, heads, d] f32 there. Returns the changed slots.
+ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor& k_new,
                               const Tensor& v_new, const Tensor* slot_probs, const Tensor* new_prob,
                               KvSlots& slots);
 

@@ -24,7 +24,7 @@ void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::Compute
 }
 
 ChangedSlots decode_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
-                          const EvictionRule& rule, int32_t position, const Tensor& positions,
+                          const KvRule& rule, int32_t position, const Tensor& positions,
                           Tensor& hidden, KvSlots& slots) {
   const KvGeometry g = model.kv_geometry();
   const int64_t b = hidden.dim(0), d = g.head_dim;

@@ -6,7 +6,7 @@
 
 #include "engine/kv_slots.h"
 #include "models/decoder_model.h"
-#include "policy/eviction.h"
+#include "policy/kv_policy.h"
 
 namespace h2oflex {
 
@@ -22,7 +22,7 @@ void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::Compute
 // eviction rule's choice of slot, and the rest of the layer. `hidden` [b, H] is updated in
 // place; returns the slots that changed (to write back).
 ChangedSlots decode_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
-                          const EvictionRule& rule, int32_t position, const Tensor& positions,
+                          const KvRule& rule, int32_t position, const Tensor& positions,
                           Tensor& hidden, KvSlots& slots);
 
 // Row (i + 1) * seq - 1 of hidden [batch * seq, H] for each sequence i: the state the next token

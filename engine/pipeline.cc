@@ -181,7 +181,7 @@ void Pipeline::compute_head(const UnitWeights& w, int batch, const Tensor& hidde
 
 void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf, Tensor& hidden) {
   const Device dev = tiers_.compute_device();
-  const EvictionRule& rule = spec_.gen.eviction;
+  const KvRule& rule = spec_.gen.eviction;
   if (prefill_) kv_.wait_stores(buf);  // decode waited when it loaded the buffer
   KvSlots slots = kv_.slots(layer, batch, buf);
   Stopwatch watch;

@@ -46,7 +46,7 @@ struct PipelineSpec {
                             // under disk_path keyed by it, reused by later runs
   policy::Policy policy;
   policy::HardwareLimits limits;  // 0 budget = unlimited; disk_path needed when disk is used
-  GenerateOptions gen;            // gen_len, compute, kv_dtype, eviction, sampling
+  GenerationSettings gen;         // gen_len, compute, kv_dtype, eviction, sampling
   std::vector<std::vector<int32_t>> prompts;  // exactly policy.block_size() of them
   int projected_steps = 0;                    // > 0: time this many decode steps and extrapolate
   ProgressFn on_progress;                     // optional

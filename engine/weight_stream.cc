@@ -30,7 +30,7 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
   store_ = std::make_unique<WeightStore>(
       specs_, std::move(from), tiers.transfers(),
       WeightStoreTiers{&tiers.device(), &tiers.host(), tiers.disk()}, plan.weight_home,
-      WeightStoreOptions{/*verify_checksums=*/true, /*pin_host=*/source.pin});
+      WeightStoreSettings{/*verify_checksums=*/true, /*pin_host=*/source.pin});
   store_->materialize();
   if (plan.weight_workspace > 0) {
     for (void*& w : workspace_)

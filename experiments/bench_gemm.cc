@@ -118,7 +118,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
       prompts[b].push_back(4 + static_cast<int32_t>(philox4x32(1, b, t)[0] % (cfg.vocab - 4)));
     }
   }
-  GenerateOptions g;
+  GenerationSettings g;
   g.gen_len = 1;
   g.compute = ct;
   g.kv_dtype = bf16 ? DType::BF16 : DType::F32;

@@ -11,11 +11,12 @@
 #include <map>
 #include <sstream>
 
+#include "engine/compute_device.h"
 #include "experiments/plan_command.h"
 #include "experiments/run_config.h"
+#include "policy/kv_policy.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
-#include "engine/compute_device.h"
 
 namespace h2oflex {
 

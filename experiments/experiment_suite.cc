@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "policy/kv_policy.h"
 #include "policy/run_policy.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"

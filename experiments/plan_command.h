@@ -7,6 +7,7 @@
 #include "models/opt/opt_config.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
+#include "policy/kv_policy.h"
 #include "policy/run_policy.h"
 #include "policy/search.h"
 

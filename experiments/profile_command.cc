@@ -229,7 +229,7 @@ LayerTimes layer_times(const LayerModels& models, ops::ComputeType ct, int batch
       prompts[b].push_back(4 + static_cast<int32_t>(philox4x32(3, b, t)[0] % (ref.vocab - 4)));
     }
   }
-  GenerateOptions g;
+  GenerationSettings g;
   g.gen_len = steps + 1;
   g.stop_at_eos = false;
   g.compute = ct;

@@ -42,9 +42,7 @@ nlohmann::json plan_run_policy(const RunConfig& c, const OptConfig& cfg, DType w
                       ": policy: auto needs the key 'hardware_profile' (a profile written by "
                       "`h2oflex profile --out hw.yaml`, e.g. experiments/hardware/local_cpu.yaml)");
   const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
-  const policy::KvPolicy kv = c.kv_node && !c.kv_node.IsNull()
-                                  ? policy::parse_kv_policy(c.kv_node, "kv")
-                                  : policy::KvPolicy{};
+  const policy::KvPolicy& kv = c.kv_policy;
   // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
   const policy::ModelShape shape =
       model_shape_for(cfg, static_cast<double>(dtype_size(wdtype)), 4.0);
@@ -103,7 +101,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
                       cfg.max_positions, " positions");
   std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
 
-  GenerateOptions opt;
+  GenerationSettings opt;
   opt.gen_len = c.gen_len;
   opt.stop_at_eos = c.stop_at_eos;
   opt.compute = ct;
@@ -208,6 +206,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
   r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);
   r["kv"] = {{"policy", c.kv.name()},
+             {"sinks", c.kv.sinks},
              {"heavy", c.kv.heavy},
              {"recent", c.kv.recent},
              {"budget", capacity}};

@@ -1,6 +1,5 @@
 #include "experiments/run_config.h"
 
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -40,50 +39,15 @@ void check_keys(const YAML::Node& node, const std::set<std::string>& allowed,
   }
 }
 
-EvictionRule parse_kv(const YAML::Node& kv, int prompt_len, const std::string& source) {
-  EvictionRule rule;
-  if (!kv || kv.IsNull()) return rule;
-  check_keys(
-      kv, {"policy", "heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens", "sink_tokens"},
-      "kv", source);
-  const std::string kind =
-      kv["policy"] ? scalar<std::string>(kv["policy"], "kv.policy", source) : std::string("full");
-  auto ratio_or_tokens = [&](const char* ratio_key, const char* tokens_key) -> int {
-    if (kv[tokens_key]) {
-      const int n = scalar<int>(kv[tokens_key], std::string("kv.") + tokens_key, source);
-      H2OFLEX_INPUT_CHECK(n >= 0, source, ": kv.", tokens_key, " must be >= 0, got ", n);
-      return n;
-    }
-    if (kv[ratio_key]) {
-      const double r = scalar<double>(kv[ratio_key], std::string("kv.") + ratio_key, source);
-      H2OFLEX_INPUT_CHECK(r > 0 && r <= 1, source, ": kv.", ratio_key, " must be in (0, 1], got ",
-                          r);
-      return std::max(1, static_cast<int>(std::floor(r * prompt_len)));
-    }
-    throw InputError(detail::concat(source, ": kv.policy ", kind, " needs kv.", ratio_key,
-                                    " or kv.", tokens_key));
-  };
-  if (kind == "full") {
-    rule.kind = EvictionRule::Kind::Full;
-  } else if (kind == "h2o") {
-    rule.kind = EvictionRule::Kind::H2O;
-    rule.heavy = ratio_or_tokens("heavy_ratio", "heavy_tokens");
-    rule.recent = ratio_or_tokens("recent_ratio", "recent_tokens");
-    H2OFLEX_INPUT_CHECK(rule.heavy >= 1 && rule.recent >= 1, source,
-                        ": kv: h2o needs at least one heavy and one recent token");
-  } else if (kind == "streaming") {
-    rule.kind = EvictionRule::Kind::Streaming;
-    H2OFLEX_INPUT_CHECK(kv["sink_tokens"] && kv["recent_tokens"], source,
-                        ": kv.policy streaming needs kv.sink_tokens and kv.recent_tokens");
-    rule.heavy = scalar<int>(kv["sink_tokens"], "kv.sink_tokens", source);
-    rule.recent = scalar<int>(kv["recent_tokens"], "kv.recent_tokens", source);
-    H2OFLEX_INPUT_CHECK(rule.heavy >= 1 && rule.recent >= 1, source,
-                        ": kv: streaming needs sink_tokens >= 1 and recent_tokens >= 1");
-  } else {
-    throw InputError(detail::concat(source, ": kv.policy: unknown '", kind,
-                                    "' (expected full, h2o or streaming)"));
+// The kv: section through the one KV parser; its messages name the key and line, prefixed here
+// with the config file.
+policy::KvPolicy parse_kv(const YAML::Node& kv, const std::string& source) {
+  if (!kv || kv.IsNull()) return {};
+  try {
+    return policy::parse_kv_policy(kv, "kv");
+  } catch (const InputError& e) {
+    throw InputError(detail::concat(source, ": ", e.what()));
   }
-  return rule;
 }
 
 }  // namespace
@@ -183,8 +147,8 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   // Absent keys yield invalid yaml-cpp nodes, which must not be assigned.
   if (root["policy"]) c.policy = root["policy"];
   if (root["hardware"]) c.hardware = root["hardware"];
-  if (root["kv"]) c.kv_node = root["kv"];
-  c.kv = parse_kv(c.kv_node, c.prompt_len, source);
+  c.kv_policy = parse_kv(root["kv"], source);
+  c.kv = c.kv_policy.resolve(c.prompt_len, c.gen_len);
   return c;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "policy/eviction.h"
+#include "policy/kv_policy.h"
 #include "runtime/core/op_types.h"
 
 namespace h2oflex {
@@ -26,15 +26,15 @@ struct RunConfig {
   std::vector<std::vector<int32_t>> prompt_ids;  // explicit prompts (lengths may differ)
   float temperature = 0.0f;                      // 0 = greedy
   float top_p = 1.0f;
-  bool stop_at_eos = false;  // throughput runs generate gen_len tokens, as FlexGen does
-  int projected_steps = 0;   // > 0: time this many decode steps and extrapolate (flagged)
-  EvictionRule kv;           // kv: section, resolved against prompt_len
-  YAML::Node policy;         // policy: section (absent = everything in RAM, plain batch_size)
-  YAML::Node hardware;       // hardware: section
+  bool stop_at_eos = false;    // throughput runs generate gen_len tokens, as FlexGen does
+  int projected_steps = 0;     // > 0: time this many decode steps and extrapolate (flagged)
+  policy::KvPolicy kv_policy;  // kv: section as written
+  KvRule kv;                   // ... resolved against prompt_len and gen_len
+  YAML::Node policy;           // policy: section (absent = everything in RAM, plain batch_size)
+  YAML::Node hardware;         // hardware: section
   // A hardware profile (`h2oflex profile --out`) for `policy: auto`; a relative path is taken
   // from the config file's directory.
   std::string hardware_profile;
-  YAML::Node kv_node;  // kv: section as written
 
   bool has_policy() const { return policy.IsDefined() && !policy.IsNull(); }
   bool has_hardware() const { return hardware.IsDefined() && !hardware.IsNull(); }

@@ -72,11 +72,14 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.emb = m.embedding_params() * m.weight_bytes;
   d.kv_tok = 2 * m.kv_bytes * d.h1;
   const double full = d.s + d.n;
-  d.bounded = w.kv.bounded() && w.kv.budget(w.prompt_len) < full;
-  d.budget = d.bounded ? w.kv.budget(w.prompt_len) : full;
-  // A bounded cache keeps each slot's position (int32 per head) and, for H2O, its accumulated
+  // The engine's rule for this workload: what it allocates and whether scores change per step.
+  const KvRule rule = w.kv.resolve(w.prompt_len, w.gen_len);
+  const double kept = rule.capacity(w.prompt_len, w.gen_len);
+  d.bounded = rule.evicts() && kept < full;
+  d.budget = d.bounded ? kept : full;
+  // A bounded cache keeps each slot's position (int32 per head) and, with attention scores, the
   // score (fp32 per head); the scores change every step, so they are rewritten every step.
-  const bool scored = d.bounded && w.kv.kind == KvPolicy::Kind::H2O;
+  const bool scored = d.bounded && rule.uses_attention_scores();
   d.meta_tok = d.bounded ? 4 * d.nh * (scored ? 2 : 1) : 0;
   d.score_tok = scored ? 4 * d.nh : 0;
   // B slots plus the one the incoming token uses before the eviction decision.

@@ -1,7 +1,7 @@
 // FlexGen's analytic cost model (per-layer time of prefill and decode as a function of the
 // placement, the batch shape and the hardware constants; peak bytes per tier), extended with:
-//  - H2O / StreamingLLM: the KV terms use the budget B instead of s + n/2 (memory: B instead of
-//    s + n), plus the score bookkeeping and eviction of a bounded cache;
+//  - KV eviction (H2O, StreamingLLM, TOVA): the KV terms use the budget B instead of s + n/2
+//    (memory: B instead of s + n), plus the score bookkeeping and eviction of a bounded cache;
 //  - cpu_cache_compute on/off: with it, decode attention over host/disk-resident KV runs at the
 //    host rate and only q / the output cross the link; without it, that KV crosses to the device
 //    every step and attention runs there;
@@ -18,6 +18,7 @@
 #include <string>
 
 #include "policy/hardware.h"
+#include "policy/kv_policy.h"
 #include "policy/run_policy.h"
 
 namespace h2oflex::policy {

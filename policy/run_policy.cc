@@ -41,20 +41,6 @@ void check_split(double gpu, double cpu, const std::string& parent, const char* 
                       " exceeds 100 (disk gets 100 - gpu - cpu)");
 }
 
-double read_ratio(const YAML::Node& node, const std::string& path) {
-  const double v = read_double(node, path);
-  H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0 && v <= 1, path, ": ", fmt_pct(v),
-                      " is not a fraction of the prompt in (0, 1]");
-  return v;
-}
-
-int read_count(const YAML::Node& node, const std::string& path, int min_value) {
-  const int64_t v = read_int(node, path);
-  H2OFLEX_INPUT_CHECK(v >= min_value && v <= (1 << 24), path, ": ", v, " must be in [", min_value,
-                      ", ", (1 << 24), "]");
-  return static_cast<int>(v);
-}
-
 }  // namespace
 
 std::string Policy::percent_string() const {
@@ -74,63 +60,6 @@ std::string Policy::summary() const {
   if (!overlap) os << " no-overlap";
   if (!pin_weight) os << " unpinned";
   return os.str();
-}
-
-int KvPolicy::heavy(int prompt_len) const {
-  switch (kind) {
-    case Kind::Full:
-      return 0;
-    case Kind::Streaming:
-      return sink_tokens;
-    case Kind::H2O:
-      if (heavy_tokens > 0) return heavy_tokens;
-      return std::max(1, static_cast<int>(std::floor(heavy_ratio * prompt_len)));
-  }
-  return 0;
-}
-
-int KvPolicy::recent(int prompt_len) const {
-  switch (kind) {
-    case Kind::Full:
-      return 0;
-    case Kind::Streaming:
-      return recent_tokens;
-    case Kind::H2O:
-      if (recent_tokens > 0) return recent_tokens;
-      return std::max(1, static_cast<int>(std::floor(recent_ratio * prompt_len)));
-  }
-  return 0;
-}
-
-int KvPolicy::budget(int prompt_len) const {
-  if (kind == Kind::Full) return kUnbounded;
-  return heavy(prompt_len) + recent(prompt_len);
-}
-
-std::string KvPolicy::summary() const {
-  std::ostringstream os;
-  switch (kind) {
-    case Kind::Full:
-      return "full";
-    case Kind::Streaming:
-      os << "streaming:" << sink_tokens << ',' << recent_tokens;
-      return os.str();
-    case Kind::H2O:
-      os << "h2o:";
-      if (heavy_tokens > 0) {
-        os << heavy_tokens << " tokens";
-      } else {
-        os << fmt_pct(heavy_ratio);
-      }
-      os << ',';
-      if (recent_tokens > 0) {
-        os << recent_tokens << " tokens";
-      } else {
-        os << fmt_pct(recent_ratio);
-      }
-      return os.str();
-  }
-  return "?";
 }
 
 void validate_policy(const Policy& p, const std::string& path) {
@@ -201,109 +130,6 @@ HardwareLimits parse_hardware_limits(const YAML::Node& node, const std::string& 
   return h;
 }
 
-KvPolicy parse_kv_policy(const YAML::Node& node, const std::string& path) {
-  require_mapping(
-      node, path,
-      {"policy", "heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens", "sink_tokens"});
-  KvPolicy kv;
-  const std::string kind =
-      node["policy"] ? read_string(node["policy"], key_path(path, "policy")) : "full";
-  auto reject = [&](const char* key, const char* why) {
-    H2OFLEX_INPUT_CHECK(!node[key], key_path(path, key), ": not used by kv policy '", kind, "' (",
-                        why, ")");
-  };
-  if (kind == "full") {
-    kv.kind = KvPolicy::Kind::Full;
-    for (const char* k :
-         {"heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens", "sink_tokens"}) {
-      reject(k, "the full cache keeps every token");
-    }
-  } else if (kind == "h2o") {
-    kv.kind = KvPolicy::Kind::H2O;
-    reject("sink_tokens", "sink tokens belong to 'streaming'");
-    if (node["heavy_ratio"])
-      kv.heavy_ratio = read_ratio(node["heavy_ratio"], key_path(path, "heavy_ratio"));
-    if (node["recent_ratio"])
-      kv.recent_ratio = read_ratio(node["recent_ratio"], key_path(path, "recent_ratio"));
-    if (node["heavy_tokens"])
-      kv.heavy_tokens = read_count(node["heavy_tokens"], key_path(path, "heavy_tokens"), 1);
-    if (node["recent_tokens"])
-      kv.recent_tokens = read_count(node["recent_tokens"], key_path(path, "recent_tokens"), 1);
-    H2OFLEX_INPUT_CHECK(!(node["heavy_ratio"] && node["heavy_tokens"]), path,
-                        ": give heavy_ratio or heavy_tokens, not both");
-    H2OFLEX_INPUT_CHECK(!(node["recent_ratio"] && node["recent_tokens"]), path,
-                        ": give recent_ratio or recent_tokens, not both");
-    H2OFLEX_INPUT_CHECK(kv.heavy_ratio > 0 || kv.heavy_tokens > 0, key_path(path, "heavy_ratio"),
-                        ": h2o needs heavy_ratio or heavy_tokens");
-    H2OFLEX_INPUT_CHECK(kv.recent_ratio > 0 || kv.recent_tokens > 0, key_path(path, "recent_ratio"),
-                        ": h2o needs recent_ratio or recent_tokens");
-  } else if (kind == "streaming") {
-    kv.kind = KvPolicy::Kind::Streaming;
-    reject("heavy_ratio", "streaming keeps sink tokens, not heavy hitters");
-    reject("heavy_tokens", "streaming keeps sink tokens, not heavy hitters");
-    reject("recent_ratio", "streaming takes recent_tokens");
-    H2OFLEX_INPUT_CHECK(node["sink_tokens"] && node["recent_tokens"], path,
-                        ": streaming needs sink_tokens and recent_tokens");
-    kv.sink_tokens = read_count(node["sink_tokens"], key_path(path, "sink_tokens"), 0);
-    kv.recent_tokens = read_count(node["recent_tokens"], key_path(path, "recent_tokens"), 1);
-  } else {
-    throw InputError(detail::concat(key_path(path, "policy"), ": '", kind,
-                                    "' is not a kv policy (full, h2o, streaming)",
-                                    line_of(node["policy"])));
-  }
-  return kv;
-}
-
-KvPolicy parse_kv_spec(const std::string& spec) {
-  const std::string what = "--kv '" + spec + "'";
-  const size_t colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  KvPolicy kv;
-  if (kind == "full") {
-    H2OFLEX_INPUT_CHECK(colon == std::string::npos, what, ": 'full' takes no parameters");
-    return kv;
-  }
-  H2OFLEX_INPUT_CHECK(kind == "h2o" || kind == "streaming", what,
-                      ": expected full, h2o:HEAVY,RECENT or streaming:SINK,RECENT");
-  H2OFLEX_INPUT_CHECK(colon != std::string::npos, what, ": ", kind, " needs two values");
-  const std::string rest = spec.substr(colon + 1);
-  const size_t comma = rest.find(',');
-  H2OFLEX_INPUT_CHECK(comma != std::string::npos, what, ": ", kind, " needs two values A,B");
-  double a = 0, b = 0;
-  try {
-    size_t used_a = 0, used_b = 0;
-    a = std::stod(rest.substr(0, comma), &used_a);
-    b = std::stod(rest.substr(comma + 1), &used_b);
-    H2OFLEX_INPUT_CHECK(used_a == comma && used_b == rest.size() - comma - 1, what,
-                        ": values must be numbers");
-  } catch (const std::logic_error&) {
-    throw InputError(what + ": values must be numbers");
-  }
-  H2OFLEX_INPUT_CHECK(a >= 0 && b > 0, what, ": values must be positive");
-  auto is_int = [](double v) { return v == std::floor(v); };
-  if (kind == "streaming") {
-    H2OFLEX_INPUT_CHECK(is_int(a) && is_int(b), what, ": streaming takes token counts");
-    kv.kind = KvPolicy::Kind::Streaming;
-    kv.sink_tokens = static_cast<int>(a);
-    kv.recent_tokens = static_cast<int>(b);
-    return kv;
-  }
-  kv.kind = KvPolicy::Kind::H2O;
-  H2OFLEX_INPUT_CHECK(a > 0, what, ": heavy must be positive");
-  // Values up to 1 are fractions of the prompt; integers above 1 are token counts.
-  auto assign = [&](double v, double& ratio, int& tokens) {
-    if (v <= 1) {
-      ratio = v;
-    } else {
-      H2OFLEX_INPUT_CHECK(is_int(v), what, ": ", v, " is neither a fraction <= 1 nor a count");
-      tokens = static_cast<int>(v);
-    }
-  };
-  assign(a, kv.heavy_ratio, kv.heavy_tokens);
-  assign(b, kv.recent_ratio, kv.recent_tokens);
-  return kv;
-}
-
 std::map<std::string, DescribedValue> describe(const Policy& p) {
   return {{"gpu_batch_size", double(p.gpu_batch_size)},
           {"num_gpu_batches", double(p.num_gpu_batches)},
@@ -320,27 +146,6 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"overlap", p.overlap},
           {"cpu_cache_compute", p.cpu_cache_compute},
           {"pin_weight", p.pin_weight}};
-}
-
-std::map<std::string, DescribedValue> describe(const KvPolicy& kv) {
-  const char* kind = kv.kind == KvPolicy::Kind::Full  ? "full"
-                     : kv.kind == KvPolicy::Kind::H2O ? "h2o"
-                                                      : "streaming";
-  std::map<std::string, DescribedValue> m = {{"policy", std::string(kind)}};
-  if (kv.kind == KvPolicy::Kind::H2O) {
-    if (kv.heavy_tokens > 0)
-      m["heavy_tokens"] = double(kv.heavy_tokens);
-    else
-      m["heavy_ratio"] = kv.heavy_ratio;
-    if (kv.recent_tokens > 0)
-      m["recent_tokens"] = double(kv.recent_tokens);
-    else
-      m["recent_ratio"] = kv.recent_ratio;
-  } else if (kv.kind == KvPolicy::Kind::Streaming) {
-    m["sink_tokens"] = double(kv.sink_tokens);
-    m["recent_tokens"] = double(kv.recent_tokens);
-  }
-  return m;
 }
 
 std::map<std::string, DescribedValue> describe(const HardwareLimits& h) {

@@ -1,5 +1,6 @@
 // The placement policy as data: where weights, KV cache and activations live, the batch shape,
-// the memory budgets of the tiers, and the KV eviction rule. Parsed and validated here, once.
+// and the memory budgets of the tiers. Parsed and validated here, once; the KV eviction policy
+// has its own file (policy/kv_policy.h).
 #pragma once
 
 #include <cstdint>
@@ -39,26 +40,6 @@ struct HardwareLimits {
   std::string disk_path;
 };
 
-// KV eviction rule. Budget B = H + R tokens per (sequence, layer, head); see H2O.md.
-struct KvPolicy {
-  enum class Kind { Full, H2O, Streaming };
-  Kind kind = Kind::Full;
-  double heavy_ratio = 0, recent_ratio = 0;                  // fractions of the prompt (H2O)
-  int heavy_tokens = 0, recent_tokens = 0, sink_tokens = 0;  // absolute; win over ratios
-
-  // H: H2O heavy hitters, or StreamingLLM sink tokens; 0 for Full.
-  int heavy(int prompt_len) const;
-  // R: recent window; 0 for Full.
-  int recent(int prompt_len) const;
-  // B = H + R; for Full, kUnbounded.
-  int budget(int prompt_len) const;
-  bool bounded() const { return kind != Kind::Full; }
-  // "full", "h2o:0.1,0.1", "h2o:51,51 tokens", "streaming:4,60".
-  std::string summary() const;
-
-  static constexpr int kUnbounded = 1 << 30;
-};
-
 // The `policy:` section: a fixed policy, or `auto` (ask the planner).
 struct PolicySection {
   bool is_auto = false;
@@ -70,10 +51,6 @@ struct PolicySection {
 PolicySection parse_policy_section(const YAML::Node& node, const std::string& path = "policy");
 Policy parse_policy(const YAML::Node& node, const std::string& path = "policy");
 HardwareLimits parse_hardware_limits(const YAML::Node& node, const std::string& path = "hardware");
-KvPolicy parse_kv_policy(const YAML::Node& node, const std::string& path = "kv");
-// The command-line form: "full", "h2o:0.1,0.1" (ratios), "h2o:51,51" (token counts: integers
-// > 1 are tokens), "streaming:4,60" (sink, recent).
-KvPolicy parse_kv_spec(const std::string& spec);
 
 // Checks a policy alone (percentages, sums, batch shape); throws InputError naming `path`.
 void validate_policy(const Policy& p, const std::string& path = "policy");
@@ -81,7 +58,6 @@ void validate_policy(const Policy& p, const std::string& path = "policy");
 // Flat views for results JSON/YAML: numbers as double, flags as bool, names as string.
 using DescribedValue = std::variant<double, bool, std::string>;
 std::map<std::string, DescribedValue> describe(const Policy& p);
-std::map<std::string, DescribedValue> describe(const KvPolicy& kv);
 std::map<std::string, DescribedValue> describe(const HardwareLimits& limits);
 
 }  // namespace h2oflex::policy

@@ -6,9 +6,8 @@
 
 namespace h2oflex::generate {
 
-BlockEngine::BlockEngine(const RunConfig& config, const YAML::Node& config_root,
-                         const ModelSource& source)
-    : config_(config), config_root_(YAML::Clone(config_root)), source_(source) {
+BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
+    : config_(config), source_(source) {
   device_ = resolve_compute_device(config.compute_device, config.source + ": compute_device");
   compute_ = resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda);
   weight_dtype_ = compute_ == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
@@ -32,25 +31,15 @@ std::string BlockEngine::describe() const {
                  : detail::concat("in memory, batch ", config_.batch_size, where);
 }
 
-EvictionRule BlockEngine::kv_for(int prompt_len) {
-  auto it = kv_by_prompt_len_.find(prompt_len);
-  if (it != kv_by_prompt_len_.end()) return it->second;
-  // Ratios (heavy_ratio, recent_ratio) are fractions of the prompt: re-resolve them for this
-  // block's padded prompt length, exactly as `run` does for its prompt_len.
-  YAML::Node root = YAML::Clone(config_root_);
-  root["prompt_len"] = prompt_len;
-  const EvictionRule rule = parse_run_config(root, config_.source).kv;
-  kv_by_prompt_len_.emplace(prompt_len, rule);
-  return rule;
-}
-
 std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
-  GenerateOptions opt;
+  GenerationSettings opt;
   opt.gen_len = work.gen_len;
   opt.stop_at_eos = config_.stop_at_eos;
   opt.compute = compute_;
   opt.kv_dtype = weight_dtype_;
-  opt.eviction = kv_for(work.prompt_len);
+  // Ratios (heavy_ratio, recent_ratio) are fractions of the prompt: resolved for this block's
+  // padded prompt length, exactly as `run` resolves them for its prompt_len.
+  opt.eviction = config_.kv_policy.resolve(work.prompt_len, work.gen_len);
   opt.temperature = work.temperature;
   opt.top_p = work.top_p;
   opt.seed = work.seed;

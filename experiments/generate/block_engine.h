@@ -3,10 +3,7 @@
 // config has a `policy:` section.
 #pragma once
 
-#include <map>
 #include <optional>
-
-#include <yaml-cpp/yaml.h>
 
 #include "engine/pipeline.h"
 #include "experiments/generate/generate_job.h"
@@ -18,9 +15,8 @@ namespace h2oflex::generate {
 
 class BlockEngine {
  public:
-  // `config_root` is the YAML the RunConfig was parsed from; KV ratios are resolved against each
-  // block's own prompt length with it.
-  BlockEngine(const RunConfig& config, const YAML::Node& config_root, const ModelSource& source);
+  // KV ratios are resolved against each block's own prompt length.
+  BlockEngine(const RunConfig& config, const ModelSource& source);
 
   // Prompts per engine call: the policy's block, else the config's batch_size.
   int block_size() const;
@@ -28,10 +24,7 @@ class BlockEngine {
   std::string describe() const;
 
  private:
-  EvictionRule kv_for(int prompt_len);
-
   RunConfig config_;
-  YAML::Node config_root_;
   ModelSource source_;
   PipelineDevice device_ = PipelineDevice::Cpu;
   ops::ComputeType compute_;
@@ -39,7 +32,6 @@ class BlockEngine {
   std::optional<policy::Policy> policy_;
   policy::HardwareLimits limits_;
   std::optional<ModelWeights> weights_;  // in-RAM path only
-  std::map<int, EvictionRule> kv_by_prompt_len_;
 };
 
 }  // namespace h2oflex::generate

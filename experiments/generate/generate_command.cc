@@ -103,7 +103,7 @@ int run_generate(const GenerateJobOptions& options) {
                       "': the tokenizer's EOS id ", tokenizer.eos_id(),
                       " differs from the model's eos_token_id ", cfg.eos_id);
   std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
-  generate::BlockEngine engine(config, root, model);
+  generate::BlockEngine engine(config, model);
   const double load_s = load_watch.elapsed();
   std::fprintf(stderr, "generate: %s, loaded in %.2f s\n", engine.describe().c_str(), load_s);
 

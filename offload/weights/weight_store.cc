@@ -20,11 +20,11 @@ std::vector<TensorSpec> specs_of(const WeightLayout& layout) {
 WeightStore::WeightStore(WeightLayout& layout, TransferEngine& transfers, WeightStoreTiers tiers,
                          std::vector<TierKind> homes, bool verify_checksums)
     : WeightStore(specs_of(layout), WeightSource{&layout, {}}, transfers, tiers, std::move(homes),
-                  WeightStoreOptions{verify_checksums, false}) {}
+                  WeightStoreSettings{verify_checksums, false}) {}
 
 WeightStore::WeightStore(std::vector<TensorSpec> specs, WeightSource source,
                          TransferEngine& transfers, WeightStoreTiers tiers,
-                         std::vector<TierKind> homes, WeightStoreOptions options)
+                         std::vector<TierKind> homes, WeightStoreSettings options)
     : specs_(std::move(specs)),
       source_(std::move(source)),
       transfers_(transfers),

@@ -33,7 +33,7 @@ struct WeightSource {
   std::function<void(size_t index, void* host_dst)> fill;
 };
 
-struct WeightStoreOptions {
+struct WeightStoreSettings {
   bool verify_checksums = true;
   bool pin_host = false;  // host homes are pinned (DMA-able for the GPU and io_uring)
 };
@@ -46,7 +46,7 @@ class WeightStore {
   // Tensors `specs` from `source`; a disk home needs source.layout, whose records must include
   // every spec by name.
   WeightStore(std::vector<TensorSpec> specs, WeightSource source, TransferEngine& transfers,
-              WeightStoreTiers tiers, std::vector<TierKind> homes, WeightStoreOptions options);
+              WeightStoreTiers tiers, std::vector<TierKind> homes, WeightStoreSettings options);
   ~WeightStore();
   WeightStore(const WeightStore&) = delete;
   WeightStore& operator=(const WeightStore&) = delete;
@@ -88,7 +88,7 @@ class WeightStore {
   TransferEngine& transfers_;
   WeightStoreTiers tiers_;
   std::vector<TierKind> homes_;
-  WeightStoreOptions options_;
+  WeightStoreSettings options_;
   std::vector<void*> resident_;  // per tensor, memory in its home tier (or null)
   std::vector<bool> verified_;   // per tensor: checksum checked on a first arrival
   uint64_t disk_charged_ = 0;

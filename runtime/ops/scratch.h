@@ -30,9 +30,8 @@ enum class Scratch : int {
   TokenIds,  // ids and positions uploaded for the embedding
   Positions,
   LastHidden,    // the last position of each sequence, before the output head
-  PrefillRank,   // prefill selection: what ranks the prompt tokens (h2o: column sums)
   PrefillKeep,   // prefill selection: kept positions
-  PrefillScore,  // prefill selection: the score each kept token starts with
+  PrefillScore,  // prefill selection: the score each token starts with, which also ranks it
   StageK,        // a prompt's kept slots, built where the prompt was computed, before they go
   StageV,        //   to slots on another device (a delegated cache)
   StagePos,

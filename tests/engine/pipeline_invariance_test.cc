@@ -24,31 +24,32 @@ class ScratchCleanup : public ::testing::Environment {
 const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 TEST(PipelineInvariance, FullCacheRandomPolicies) {
-  expect_invariant(tiny_config(true), EvictionRule{}, 6, 20);
+  expect_invariant(tiny_config(true), KvRule{}, 6, 20);
 }
 
 TEST(PipelineInvariance, PostLayerNormModel) {
-  expect_invariant(tiny_config(false), EvictionRule{}, 5, 6);
+  expect_invariant(tiny_config(false), KvRule{}, 5, 6);
 }
 
 TEST(PipelineInvariance, H2OEvictionRandomPolicies) {
-  EvictionRule rule;
-  rule.kind = EvictionRule::Kind::H2O;
-  rule.heavy = 2;
-  rule.recent = 3;
+  const KvRule rule = policy::kv_rule("h2o", 0, 2, 3);
   expect_invariant(tiny_config(true), rule, 8, 8);
+}
+
+// Position scores (sinks + recent window) and replaced attention scores take the same path.
+TEST(PipelineInvariance, StreamingAndTovaRandomPolicies) {
+  expect_invariant(tiny_config(true), policy::kv_rule("streaming", 2, 0, 3), 8, 4);
+  expect_invariant(tiny_config(true), policy::kv_rule("tova", 0, 2, 3), 8, 4,
+                   PipelineDevice::CpuIsolated);
 }
 
 // The GPU data path (device memory that only explicit copies reach) with the CPU computing.
 TEST(PipelineInvariance, IsolatedDeviceFullCache) {
-  expect_invariant(tiny_config(true), EvictionRule{}, 6, 10, PipelineDevice::CpuIsolated);
+  expect_invariant(tiny_config(true), KvRule{}, 6, 10, PipelineDevice::CpuIsolated);
 }
 
 TEST(PipelineInvariance, IsolatedDeviceH2O) {
-  EvictionRule rule;
-  rule.kind = EvictionRule::Kind::H2O;
-  rule.heavy = 2;
-  rule.recent = 3;
+  const KvRule rule = policy::kv_rule("h2o", 0, 2, 3);
   expect_invariant(tiny_config(false), rule, 8, 8, PipelineDevice::CpuIsolated);
 }
 

@@ -194,7 +194,7 @@ TEST(ToyFamily, InRamPromptLogitsMatchAPlainForwardPass) {
   const ToyModel model;
   const ModelWeights w = load_model_weights(model, DType::F32, toy_weights());
   const std::vector<std::vector<int32_t>> prompts = {{5, 9, 13, 7, 21, 3}, {8, 30, 11}};
-  GenerateOptions g;
+  GenerationSettings g;
   g.gen_len = 1;
   g.all_prompt_logits = true;
   std::vector<float> all;
@@ -220,12 +220,9 @@ TEST(ToyFamily, InRamPromptLogitsMatchAPlainForwardPass) {
 }
 
 TEST(ToyFamily, PipelineMatchesInRamOverRandomPlacementsWithH2O) {
-  EvictionRule h2o;
-  h2o.kind = EvictionRule::Kind::H2O;
-  h2o.heavy = 2;
-  h2o.recent = 3;
   // The invariance helper loads dummy weights for any family; the toy needs nothing else.
-  testing_support::expect_invariant(std::make_shared<const ToyModel>(), h2o, 6, 6);
+  testing_support::expect_invariant(std::make_shared<const ToyModel>(),
+                                    policy::kv_rule("h2o", 0, 2, 3), 6, 6);
 }
 
 }  // namespace

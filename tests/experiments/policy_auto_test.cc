@@ -36,7 +36,7 @@ TEST(PolicyAuto, RunsThePlannedPolicyAndReportsIt) {
   // run resolves them, f32 hidden states).
   const double wbytes = resolve_compute_type("auto") == ops::ComputeType::BF16 ? 2 : 4;
   policy::KvPolicy kv;
-  kv.kind = policy::KvPolicy::Kind::H2O;
+  kv.policy = "h2o";
   kv.heavy_tokens = kv.recent_tokens = 2;
   policy::HardwareLimits limits;
   limits.device_mem = 1ull << 30;

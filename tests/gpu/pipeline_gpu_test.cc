@@ -61,20 +61,17 @@ TEST(GpuHuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
 
 TEST(GpuPipeline, FullCacheTokensIdenticalAcrossPlacements) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  expect_invariant(tiny_config(true), EvictionRule{}, 6, 12, PipelineDevice::Cuda);
+  expect_invariant(tiny_config(true), KvRule{}, 6, 12, PipelineDevice::Cuda);
 }
 
 TEST(GpuPipeline, PostLayerNormModel) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  expect_invariant(tiny_config(false), EvictionRule{}, 5, 6, PipelineDevice::Cuda);
+  expect_invariant(tiny_config(false), KvRule{}, 5, 6, PipelineDevice::Cuda);
 }
 
 TEST(GpuPipeline, H2OKeptSetsIdenticalAcrossPlacements) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
-  EvictionRule rule;
-  rule.kind = EvictionRule::Kind::H2O;
-  rule.heavy = 2;
-  rule.recent = 3;
+  const KvRule rule = policy::kv_rule("h2o", 0, 2, 3);
   expect_invariant(tiny_config(true), rule, 8, 8, PipelineDevice::Cuda);
 }
 
@@ -83,11 +80,9 @@ TEST(GpuPipeline, H2OKeptSetsEqualTheCpus) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
   const OptModel model(tiny_config(true));
   const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(3));
-  GenerateOptions gen;
+  GenerationSettings gen;
   gen.gen_len = 8;
-  gen.eviction.kind = EvictionRule::Kind::H2O;
-  gen.eviction.heavy = 2;
-  gen.eviction.recent = 3;
+  gen.eviction = policy::kv_rule("h2o", 0, 2, 3);
   gen.capture_kept = true;
   const auto ps = testing_support::prompts(8, 7);
   const GenerateOutput cpu = generate_in_ram(model, w, ps, gen);

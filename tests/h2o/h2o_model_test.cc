@@ -28,10 +28,10 @@ struct RunOutput {
   std::vector<std::vector<float>> logits;  // per step
 };
 
-RunOutput run(const EvictionRule& rule, int gen_len) {
+RunOutput run(const KvRule& rule, int gen_len) {
   const OptModel model(tiny());
   const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(5));
-  GenerateOptions g;
+  GenerationSettings g;
   g.gen_len = gen_len;
   g.eviction = rule;
   g.capture_kept = true;
@@ -48,11 +48,8 @@ RunOutput run(const EvictionRule& rule, int gen_len) {
 }
 
 TEST(H2OModel, BudgetAtLeastPromptPlusGenEqualsFullCache) {
-  EvictionRule h2o;
-  h2o.kind = EvictionRule::Kind::H2O;
-  h2o.heavy = 10;
-  h2o.recent = 10;  // 20 >= 12 + 8
-  const RunOutput full = run(EvictionRule{}, 8), kept = run(h2o, 8);
+  const KvRule h2o = policy::kv_rule("h2o", 0, 10, 10);  // 20 >= 12 + 8
+  const RunOutput full = run(KvRule{}, 8), kept = run(h2o, 8);
   EXPECT_EQ(full.out.tokens, kept.out.tokens);
   ASSERT_EQ(full.logits.size(), kept.logits.size());
   for (size_t s = 0; s < full.logits.size(); ++s) {
@@ -64,10 +61,7 @@ TEST(H2OModel, BudgetAtLeastPromptPlusGenEqualsFullCache) {
 }
 
 TEST(H2OModel, SmallBudgetBoundsEverySequenceAndHead) {
-  EvictionRule h2o;
-  h2o.kind = EvictionRule::Kind::H2O;
-  h2o.heavy = 2;
-  h2o.recent = 3;
+  const KvRule h2o = policy::kv_rule("h2o", 0, 2, 3);
   const int gen = 10, padded_prompt = 12;
   const RunOutput r = run(h2o, gen);
   const int pads[] = {0, 8, 5};
@@ -86,10 +80,7 @@ TEST(H2OModel, SmallBudgetBoundsEverySequenceAndHead) {
 }
 
 TEST(H2OModel, StreamingKeepsSinksAndRecentWindow) {
-  EvictionRule s;
-  s.kind = EvictionRule::Kind::Streaming;
-  s.heavy = 2;  // sink tokens
-  s.recent = 3;
+  const KvRule s = policy::kv_rule("streaming", 2, 0, 3);  // 2 sink tokens
   const RunOutput r = run(s, 10);
   const int pads[] = {0, 8, 5};
   const int last = 12 + 10 - 2;

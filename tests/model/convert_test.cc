@@ -23,7 +23,7 @@ class Convert : public testing_support::ScratchDirTest {
   std::vector<std::vector<int32_t>> greedy(const std::string& model) {
     const ModelSource src = open_model_source(model, false, 0);
     const ModelWeights w = load_model_weights(*src.model, DType::F32, src.producer);
-    GenerateOptions g;
+    GenerationSettings g;
     g.gen_len = 6;
     g.stop_at_eos = false;
     return generate_in_ram(*src.model, w, {{2, 10, 20, 30}, {2, 7}}, g).tokens;

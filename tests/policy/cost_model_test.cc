@@ -96,7 +96,7 @@ TEST(CostModel, H2OReplacesContextByBudget) {
   Workload full;
   full.gen_len = 512;
   Workload h2o = full;
-  h2o.kv.kind = KvPolicy::Kind::H2O;
+  h2o.kv.policy = "h2o";
   h2o.kv.heavy_ratio = h2o.kv.recent_ratio = 0.1;  // B = 102
   const CostEstimate ef = estimate_cost(m, hw, p, full);
   const CostEstimate eh = estimate_cost(m, hw, p, h2o);
@@ -192,7 +192,7 @@ TEST(CostModel, ReproducesPublishedT4Throughput) {
     Workload w;
     w.gen_len = a.gen_len;
     if (a.heavy_ratio > 0) {
-      w.kv.kind = KvPolicy::Kind::H2O;
+      w.kv.policy = "h2o";
       w.kv.heavy_ratio = w.kv.recent_ratio = a.heavy_ratio;
     }
     const double tp = estimate_cost(a.model, hw, a.policy, w, a.ctx).total_tok_s;

@@ -1,4 +1,4 @@
-// Policy, limits and KV-rule parsing: accepted forms and the messages of rejected ones.
+// Policy and limits parsing: accepted forms and the messages of rejected ones.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -147,66 +147,6 @@ TEST(HardwareLimits, ParsesSizes) {
               parse_hardware_limits(YAML::Load("{ram: 1GiB}"));
             }).find("hardware.ram: unknown key"),
             std::string::npos);
-}
-
-TEST(KvPolicy, H2OBudgetFromRatiosOrTokens) {
-  const KvPolicy kv =
-      parse_kv_policy(YAML::Load("{policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"));
-  EXPECT_EQ(kv.kind, KvPolicy::Kind::H2O);
-  EXPECT_EQ(kv.heavy(512), 51);  // floor(51.2)
-  EXPECT_EQ(kv.recent(512), 51);
-  EXPECT_EQ(kv.budget(512), 102);
-  EXPECT_EQ(kv.heavy(5), 1);  // max(1, floor(0.5))
-  const KvPolicy t =
-      parse_kv_policy(YAML::Load("{policy: h2o, heavy_tokens: 7, recent_ratio: 0.25}"));
-  EXPECT_EQ(t.heavy(100), 7);
-  EXPECT_EQ(t.recent(100), 25);
-  const KvPolicy s =
-      parse_kv_policy(YAML::Load("{policy: streaming, sink_tokens: 4, recent_tokens: 60}"));
-  EXPECT_EQ(s.heavy(1000), 4);
-  EXPECT_EQ(s.budget(1000), 64);
-  const KvPolicy f = parse_kv_policy(YAML::Load("{policy: full}"));
-  EXPECT_FALSE(f.bounded());
-  EXPECT_EQ(f.budget(100), KvPolicy::kUnbounded);
-}
-
-TEST(KvPolicy, Errors) {
-  EXPECT_NE(error_of([] {
-              parse_kv_policy(YAML::Load("{policy: lru}"));
-            }).find("kv.policy: 'lru' is not a kv policy"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              parse_kv_policy(YAML::Load("{policy: h2o, heavy_ratio: 1.5, recent_ratio: 0.1}"));
-            }).find("kv.heavy_ratio: 1.5 is not a fraction"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              parse_kv_policy(YAML::Load("{policy: full, heavy_ratio: 0.1}"));
-            }).find("kv.heavy_ratio: not used"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              parse_kv_policy(YAML::Load("{policy: h2o, recent_ratio: 0.1}"));
-            }).find("h2o needs heavy_ratio or heavy_tokens"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              parse_kv_policy(
-                  YAML::Load("{policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1, window: 3}"));
-            }).find("kv.window: unknown key"),
-            std::string::npos);
-}
-
-TEST(KvPolicy, CommandLineSpec) {
-  EXPECT_EQ(parse_kv_spec("full").kind, KvPolicy::Kind::Full);
-  const KvPolicy h = parse_kv_spec("h2o:0.1,0.1");
-  EXPECT_EQ(h.kind, KvPolicy::Kind::H2O);
-  EXPECT_EQ(h.budget(512), 102);
-  const KvPolicy t = parse_kv_spec("h2o:20,30");
-  EXPECT_EQ(t.budget(512), 50);
-  const KvPolicy s = parse_kv_spec("streaming:4,60");
-  EXPECT_EQ(s.kind, KvPolicy::Kind::Streaming);
-  EXPECT_EQ(s.budget(512), 64);
-  EXPECT_NE(error_of([] { parse_kv_spec("h2o:0.1"); }).find("--kv 'h2o:0.1'"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_kv_spec("h2o:x,y"); }).find("numbers"), std::string::npos);
-  EXPECT_NE(error_of([] { parse_kv_spec("lru:1,2"); }).find("expected full"), std::string::npos);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ TEST(Search, Opt175BUnderTenSecondsAndFits) {
   for (const char* kv : {"full", "h2o"}) {
     Workload w;
     if (std::string(kv) == "h2o") {
-      w.kv.kind = KvPolicy::Kind::H2O;
+      w.kv.policy = "h2o";
       w.kv.heavy_ratio = w.kv.recent_ratio = 0.1;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -39,7 +39,7 @@ TEST(Search, AtLeastAsFastAsHandWrittenAndSampledPolicies) {
   for (double ratio : {0.0, 0.1}) {
     Workload w;
     if (ratio > 0) {
-      w.kv.kind = KvPolicy::Kind::H2O;
+      w.kv.policy = "h2o";
       w.kv.heavy_ratio = w.kv.recent_ratio = ratio;
     }
     const SearchResult r = search_policy(m, hw, w);

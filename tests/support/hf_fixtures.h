@@ -56,13 +56,12 @@ inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
 inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e,
                           Device device) {
   const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
-  const OptConfig& cfg = src.config;
   const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
   const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
   const auto ps = prompts(e);
   const int64_t seq = 12;
   Captured c;
-  GenerateOptions g;
+  GenerationSettings g;
   g.gen_len = e["greedy_steps"].get<int>();
   g.stop_at_eos = false;
   g.compute = ct;

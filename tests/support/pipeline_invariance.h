@@ -72,18 +72,18 @@ inline policy::Policy random_policy(std::mt19937& rng, int block) {
 
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
-inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const EvictionRule& rule,
+inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const KvRule& rule,
                              int gen_len, int policies,
                              PipelineDevice device = PipelineDevice::Cpu) {
   const int block = 8;
   const auto ps = prompts(block, 7);
-  GenerateOptions gen;
+  GenerationSettings gen;
   gen.gen_len = gen_len;
   gen.eviction = rule;
   gen.capture_kept = true;
   const ModelWeights w = load_model_weights(*model, DType::F32, dummy_weight_producer(3));
   // The reference computes on the same kind of device (a GPU's rounding differs from a CPU's).
-  GenerateOptions ref_gen = gen;
+  GenerationSettings ref_gen = gen;
   ref_gen.device = device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
   const GenerateOutput ref = generate_in_ram(*model, w, ps, ref_gen);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(block));
@@ -134,8 +134,8 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Ev
   }
 }
 
-inline void expect_invariant(const OptConfig& cfg, const EvictionRule& rule, int gen_len,
-                             int policies, PipelineDevice device = PipelineDevice::Cpu) {
+inline void expect_invariant(const OptConfig& cfg, const KvRule& rule, int gen_len, int policies,
+                             PipelineDevice device = PipelineDevice::Cpu) {
   expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device);
 }
 
