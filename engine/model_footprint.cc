@@ -19,6 +19,7 @@ policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_d
   f.kv_heads = g.kv_heads;
   f.head_dim = g.head_dim;
   f.scratch_elems_per_row = model.scratch_elems_per_row();
+  policy::seal_footprint(f);
   return f;
 }
 

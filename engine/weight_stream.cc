@@ -1,5 +1,6 @@
 #include "engine/weight_stream.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace h2oflex {
@@ -8,9 +9,8 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
                            const policy::MemoryPlan& plan, const WeightSourceSpec& source,
                            TierSet& tiers)
     : model_(model), plan_(plan), tiers_(tiers), specs_(layout_specs(model, matrix_dtype)) {
-  const bool any_disk =
-      plan.on(TierKind::Disk) > 0 && std::find(plan.weight_home.begin(), plan.weight_home.end(),
-                                               TierKind::Disk) != plan.weight_home.end();
+  const std::vector<TierKind>& homes = plan.weights->home;
+  const bool any_disk = std::find(homes.begin(), homes.end(), TierKind::Disk) != homes.end();
   if (any_disk) {
     // Disk-resident weights are read from the offload layout in place; memory-resident ones are
     // read from it once (faster than producing them again).
@@ -29,12 +29,12 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
   }
   store_ = std::make_unique<WeightStore>(
       specs_, std::move(from), tiers.transfers(),
-      WeightStoreTiers{&tiers.device(), &tiers.host(), tiers.disk()}, plan.weight_home,
+      WeightStoreTiers{&tiers.device(), &tiers.host(), tiers.disk()}, plan.weights->home,
       WeightStoreSettings{/*verify_checksums=*/true, /*pin_host=*/source.pin});
   store_->materialize();
-  if (plan.weight_workspace > 0) {
+  if (plan.weights->workspace > 0) {
     for (void*& w : workspace_)
-      w = tiers.device().allocate(plan.weight_workspace, "weight workspace");
+      w = tiers.device().allocate(plan.weights->workspace, "weight workspace");
   }
 }
 
@@ -49,7 +49,7 @@ WeightStream::~WeightStream() {
 void WeightStream::check_disk_room(const std::string& layout_dir) const {
   namespace fs = std::filesystem;
   uint64_t needed = 0;
-  for (uint64_t b : plan_.weight_bytes) needed += policy::plan_round(b);
+  for (uint64_t b : plan_.weights->bytes) needed += policy::plan_round(b);
   const fs::path data = fs::path(layout_dir) / WeightLayout::kDataFile;
   std::error_code ec;
   const uint64_t existing = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;
@@ -68,8 +68,8 @@ std::vector<TransferHandle> WeightStream::prefetch(int unit, const std::string& 
   const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
   for (size_t j = 0; j < tensors.size(); ++j) {
     const size_t i = tensors[j];
-    if (!plan_.staged(plan_.weight_home[i])) continue;
-    void* dst = static_cast<char*>(workspace_[unit % 2]) + plan_.workspace_offset[unit][j];
+    if (!plan_.staged(plan_.weights->home[i])) continue;
+    void* dst = static_cast<char*>(workspace_[unit % 2]) + plan_.weights->workspace_offset[unit][j];
     handles.push_back(store_->fetch(i, tiers_.at(TierKind::Device, dst), phase));
   }
   return handles;
@@ -80,11 +80,11 @@ std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
   const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
   for (size_t j = 0; j < tensors.size(); ++j) {
     const size_t i = tensors[j];
-    const TierKind home = plan_.weight_home[i];
+    const TierKind home = plan_.weights->home[i];
     const bool in_workspace = plan_.staged(home);
-    void* p = in_workspace
-                  ? static_cast<char*>(workspace_[unit % 2]) + plan_.workspace_offset[unit][j]
-                  : store_->resident(i);
+    void* p = in_workspace ? static_cast<char*>(workspace_[unit % 2]) +
+                                 plan_.weights->workspace_offset[unit][j]
+                           : store_->resident(i);
     const Device d = in_workspace ? tiers_.compute_device() : tiers_.tensor_device(home);
     out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
   }

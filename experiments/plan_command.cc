@@ -1,5 +1,8 @@
 #include "experiments/plan_command.h"
 
+#include "engine/model_footprint.h"
+#include "models/opt/opt_model.h"
+
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,6 +36,7 @@ policy::ModelShape model_shape_for(const OptConfig& cfg, double weight_bytes, do
   m.weight_bytes = weight_bytes;
   m.kv_bytes = weight_bytes;
   m.act_bytes = act_bytes;
+  m.footprint = model_footprint(OptModel(cfg), weight_bytes >= 4 ? DType::F32 : DType::BF16);
   return m;
 }
 

@@ -94,57 +94,27 @@ double decode_context(const Derived& d, DecodeContext ctx) {
   return d.bounded ? std::min(d.budget, full) : full;
 }
 
-TierBytes max_tiers(const TierBytes& a, const TierBytes& b) {
-  return {std::max(a.device, b.device), std::max(a.host, b.host), std::max(a.disk, b.disk)};
-}
-
 }  // namespace
 
-MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w) {
-  validate_policy(p);
-  const Derived d = derive(model, p, w);
-  const double ab = model.act_bytes;
-  const double weights_total = d.l * d.wl + d.emb;
-  const double slot_bytes = d.kv_tok + d.meta_tok;
-  const double cache_total = d.l * d.bls * d.slots * slot_bytes;
-  const double hidden_p = ab * d.s * d.h1 * d.bls;  // the block's hidden states in prefill
-  const double hidden_g = ab * d.h1 * d.bls;
-  const bool delegated = p.cpu_cache_compute;
-  const double ctx_all = d.slots;  // attention buffers sized for the largest context
+PlanShape plan_shape(const ModelShape& model, const Workload& w, bool separate_device) {
+  PlanShape s;
+  s.prompt_len = w.prompt_len;
+  s.gen_len = w.gen_len;
+  s.kv_slots = w.kv.resolve(w.prompt_len, w.gen_len).capacity(w.prompt_len, w.gen_len);
+  s.kv_format = StorageFormat::plain(model.kv_bytes >= 4 ? DType::F32 : DType::BF16);
+  s.separate_device = separate_device;
+  return s;
+}
 
-  // Device: homes, a double buffer for the streamed part of a layer's weights (load layer j+1
-  // while computing j), hidden staging for one GPU batch in and out, and the largest
-  // intermediate of one GPU batch (FlexGen sums them; they are not alive at once, so max).
-  const double stream_w = 2 * d.wl * (1 - d.wg);
-  const double inter_p = d.gbs * d.s *
-                         std::max({4 * d.h1 * ab,               // q, k, v + input
-                                   d.nh * d.s * 4 + d.h1 * ab,  // fp32 scores + output
-                                   (d.h2 + d.h1) * ab});        // fc1 + input
-  const double inter_g = d.gbs * std::max({4 * d.h1 * ab, d.nh * ctx_all * 4 + d.h1 * ab,
-                                           (d.h2 + d.h1) * ab, d.V * 4});
-  const double kv_out_p = 2 * d.gbs * d.s * d.kv_tok * (1 - d.cg);  // new KV on its way out
-  const double kv_in_g = delegated ? 0 : 2 * d.gbs * ctx_all * slot_bytes * (1 - d.cg);
-  MemoryEstimate m;
-  m.prefill.device = weights_total * d.wg + cache_total * d.cg + hidden_p * d.hg + stream_w +
-                     2 * ab * d.s * d.h1 * d.gbs * (1 - d.hg) + inter_p + kv_out_p;
-  m.decode.device = weights_total * d.wg + cache_total * d.cg + hidden_g * d.hg + stream_w +
-                    2 * ab * d.h1 * d.gbs * (1 - d.hg) + inter_g + kv_in_g;
-
-  // Host: homes plus staging for what comes from disk (double-buffered weights, KV of one GPU
-  // batch — also the delegated attention's workspace, two of them so the next batch's prefetch
-  // never overwrites the one in use — and hidden states).
-  const double disk_w = 2 * d.wl * d.wn;
-  const double ws_kv_g = 2 * d.gbs * ctx_all * slot_bytes * d.cn;
-  const double scores_g = delegated ? d.gbs * d.nh * ctx_all * 4 * (d.cc + d.cn) : 0;
-  m.prefill.host = weights_total * d.wc + cache_total * d.cc + hidden_p * d.hc + disk_w +
-                   2 * d.gbs * d.s * d.kv_tok * d.cn + 2 * ab * d.s * d.h1 * d.gbs * d.hn;
-  m.decode.host = weights_total * d.wc + cache_total * d.cc + hidden_g * d.hc + disk_w + ws_kv_g +
-                  scores_g + 2 * ab * d.h1 * d.gbs * d.hn;
-
-  m.prefill.disk = weights_total * d.wn + cache_total * d.cn + hidden_p * d.hn;
-  m.decode.disk = weights_total * d.wn + cache_total * d.cn + hidden_g * d.hn;
-  m.peak = max_tiers(m.prefill, m.decode);
-  return m;
+MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w,
+                               bool separate_device) {
+  H2OFLEX_CHECK(!model.footprint.tensor_bytes.empty(), "model '", model.name,
+                "': no footprint to estimate memory from");
+  const MemoryPlan plan = plan_memory(model.footprint, p, plan_shape(model, w, separate_device));
+  const TierBytes bytes{static_cast<double>(plan.on(TierKind::Device)),
+                        static_cast<double>(plan.on(TierKind::Host)),
+                        static_cast<double>(plan.on(TierKind::Disk))};
+  return {bytes, bytes, bytes};
 }
 
 CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
@@ -305,7 +275,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   e.prefill_tok_s = d.bls * d.s / e.prefill_s;
   e.decode_tok_s = d.n > 1 ? d.bls * (d.n - 1) / e.decode_s : 0;
   e.total_tok_s = d.bls * d.n / e.total_s;
-  const MemoryEstimate mem = estimate_memory(model, p, w);
+  const MemoryEstimate mem = estimate_memory(model, p, w, !cpu_hierarchy);
   e.peak_prefill = mem.prefill;
   e.peak_decode = mem.decode;
   e.peak = mem.peak;
@@ -338,8 +308,8 @@ std::string memory_violation(const TierBytes& peak, const TierBytes& cap) {
 }
 
 void check_fits(const ModelShape& model, const Policy& p, const Workload& w,
-                const HardwareLimits& limits) {
-  const MemoryEstimate m = estimate_memory(model, p, w);
+                const HardwareLimits& limits, bool separate_device) {
+  const MemoryEstimate m = estimate_memory(model, p, w, separate_device);
   const std::string why = memory_violation(m.peak, capacities(limits));
   H2OFLEX_INPUT_CHECK(why.empty(), "policy ", p.summary(), " does not fit ", model.name,
                       " (prompt ", w.prompt_len, ", gen ", w.gen_len, ", kv ", w.kv.summary(),

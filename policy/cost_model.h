@@ -19,6 +19,7 @@
 
 #include "policy/hardware.h"
 #include "policy/kv_policy.h"
+#include "policy/memory_plan.h"
 #include "policy/run_policy.h"
 
 namespace h2oflex::policy {
@@ -31,6 +32,9 @@ struct ModelShape {
   double weight_bytes = 2;  // bytes per stored weight element (fp16/bf16)
   double kv_bytes = 2;      // bytes per stored K or V element
   double act_bytes = 2;     // bytes per activation element moved or buffered
+  // Every tensor's stored bytes and the units (built from the model by the engine's
+  // model_footprint, at weight_bytes per matrix element): what memory estimates are made of.
+  ModelFootprint footprint;
 
   double layer_params() const;  // one decoder layer, biases and norms included
   double layer_weight_bytes() const { return layer_params() * weight_bytes; }
@@ -75,11 +79,17 @@ struct CostEstimate {
 CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
                            const Workload& w, DecodeContext ctx = DecodeContext::Mean);
 
-// Peak bytes per tier (homes + working buffers) of prefill and of decode; no hardware needed.
+// Bytes per tier the engine allocates for the run: the engine's own memory plan (plan_memory),
+// so a policy the planner accepts is one the engine accepts. The engine allocates everything
+// up front, so prefill, decode and peak are the same. `separate_device`: the compute device is a
+// GPU (its memory is not host memory), which stages host data and holds the layers' buffers.
 struct MemoryEstimate {
   TierBytes prefill, decode, peak;
 };
-MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w);
+MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w,
+                               bool separate_device);
+// The plan's inputs for a workload (KV slots from the resolved rule, KV at kv_bytes).
+PlanShape plan_shape(const ModelShape& model, const Workload& w, bool separate_device);
 
 // Tier capacities to check a peak against.
 TierBytes capacities(const HardwareLimits& limits);  // 0 in limits = unlimited
@@ -92,6 +102,6 @@ std::string memory_violation(const TierBytes& peak, const TierBytes& cap);
 // Throws InputError (with the estimate in the message) when the policy cannot run within the
 // budgets: a peak over a budget, or a tier that cannot hold one layer's working set.
 void check_fits(const ModelShape& model, const Policy& p, const Workload& w,
-                const HardwareLimits& limits);
+                const HardwareLimits& limits, bool separate_device);
 
 }  // namespace h2oflex::policy

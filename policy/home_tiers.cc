@@ -1,6 +1,7 @@
 #include "policy/home_tiers.h"
 
 #include <cmath>
+#include <utility>
 
 #include "runtime/core/error.h"
 
@@ -18,6 +19,13 @@ std::vector<TierKind> assign_home_tiers(std::span<const uint64_t> sizes, const T
   for (uint64_t s : sizes) total += s;
   const long double device_end = shares.device / 100.0L;
   const long double host_end = (shares.device + shares.host) / 100.0L;
+  // Everything on one tier (the common case when a planner tries thousands of policies): no
+  // midpoints to compute.
+  for (const auto& [share, kind] :
+       {std::pair{shares.device, TierKind::Device}, std::pair{shares.host, TierKind::Host},
+        std::pair{shares.disk, TierKind::Disk}}) {
+    if (share == 100.0) return std::vector<TierKind>(sizes.size(), kind);
+  }
   std::vector<TierKind> homes;
   homes.reserve(sizes.size());
   long double before = 0;

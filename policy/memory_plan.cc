@@ -1,6 +1,8 @@
 #include "policy/memory_plan.h"
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 
 #include "policy/home_tiers.h"
 #include "runtime/core/error.h"
@@ -30,24 +32,77 @@ void add(MemoryPlan& plan, TierKind k, uint64_t n) {
   plan.bytes[static_cast<int>(k)] += n;
 }
 
-void plan_weights(MemoryPlan& plan, const ModelFootprint& m, const Policy& p) {
+WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool separate) {
+  WeightPlacement w;
+  MemoryPlan staging_rule;  // only for staged()
+  staging_rule.separate_device = separate;
   // Home tiers by FlexGen's cumulative rule over the tensors in execution order.
-  plan.weight_bytes = m.tensor_bytes;
-  plan.weight_home = assign_home_tiers(m.tensor_bytes, TierShares{p.w_gpu, p.w_cpu, p.w_disk()});
+  w.bytes = m.tensor_bytes;
+  w.home = assign_home_tiers(m.tensor_bytes, TierShares{p.w_gpu, p.w_cpu, p.w_disk()});
   for (size_t i = 0; i < m.tensor_bytes.size(); ++i) {
-    add(plan, plan.weight_home[i], plan_round(m.tensor_bytes[i]));
+    w.tier_bytes[static_cast<int>(w.home[i])] += plan_round(m.tensor_bytes[i]);
   }
   // The workspace that holds one unit's staged weights (double-buffered).
-  plan.workspace_offset.assign(m.unit_tensors.size(), {});
+  w.workspace_offset.assign(m.unit_tensors.size(), {});
   for (size_t u = 0; u < m.unit_tensors.size(); ++u) {
     uint64_t off = 0;
     for (size_t i : m.unit_tensors[u]) {
-      plan.workspace_offset[u].push_back(off);
-      if (plan.staged(plan.weight_home[i])) off += plan_round(m.tensor_bytes[i]);
+      w.workspace_offset[u].push_back(off);
+      if (staging_rule.staged(w.home[i])) off += plan_round(m.tensor_bytes[i]);
     }
-    plan.weight_workspace = std::max(plan.weight_workspace, off);
+    w.workspace = std::max(w.workspace, off);
   }
-  add(plan, TierKind::Device, 2 * plan.weight_workspace);
+  w.tier_bytes[static_cast<int>(TierKind::Device)] += 2 * w.workspace;
+  return w;
+}
+
+// A 64-bit digest of everything a weight placement depends on in the footprint (FNV-1a over the
+// tensor sizes and the unit lists).
+uint64_t footprint_fingerprint(const ModelFootprint& m) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (uint64_t b : m.tensor_bytes) mix(b);
+  for (const auto& unit : m.unit_tensors) {
+    mix(~uint64_t{0});
+    for (size_t i : unit) mix(i);
+  }
+  return h;
+}
+
+// The planner asks for thousands of plans of one model that differ only in batch shape and KV
+// placement: the last few weight placements are kept, keyed by content (not by address).
+std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m, const Policy& p,
+                                                        bool separate) {
+  struct Kept {
+    uint64_t fingerprint;
+    double w_gpu, w_cpu;
+    bool separate;
+    std::shared_ptr<const WeightPlacement> placement;
+  };
+  static std::mutex mu;
+  static std::deque<Kept> kept;
+  constexpr size_t kKept = 256;  // a search's whole placement grid
+  const uint64_t fp = m.fingerprint != 0 ? m.fingerprint : footprint_fingerprint(m);
+  std::lock_guard lock(mu);
+  for (const Kept& k : kept) {
+    if (k.fingerprint == fp && k.w_gpu == p.w_gpu && k.w_cpu == p.w_cpu && k.separate == separate) {
+      return k.placement;
+    }
+  }
+  auto placement = std::make_shared<const WeightPlacement>(place_weights(m, p, separate));
+  kept.push_front({fp, p.w_gpu, p.w_cpu, separate, placement});
+  if (kept.size() > kKept) kept.pop_back();
+  return placement;
+}
+
+void plan_weights(MemoryPlan& plan, const ModelFootprint& m, const Policy& p) {
+  plan.weights = weight_placement(m, p, plan.separate_device);
+  for (int t = 0; t < kTierKinds; ++t) plan.bytes[t] += plan.weights->tier_bytes[t];
 }
 
 void plan_kv(MemoryPlan& plan, const ModelFootprint& m, const Policy& p, const PlanShape& s) {
@@ -102,6 +157,10 @@ void plan_activations(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
 }
 
 }  // namespace
+
+void seal_footprint(ModelFootprint& f) {
+  f.fingerprint = footprint_fingerprint(f);
+}
 
 MemoryPlan plan_memory(const ModelFootprint& model, const Policy& p, const PlanShape& shape) {
   validate_policy(p);

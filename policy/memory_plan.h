@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,13 @@ struct ModelFootprint {
   int64_t layers = 0, hidden = 0, vocab = 0;
   int64_t query_heads = 0, kv_heads = 0, head_dim = 0;
   int64_t scratch_elems_per_row = 0;  // the layers' f32 working buffers per hidden row
+  // A digest of tensor_bytes and unit_tensors (seal_footprint sets it; 0 = not yet computed).
+  // The planner evaluates many plans of one model and reuses weight placements by it.
+  uint64_t fingerprint = 0;
 };
+
+// Sets `f.fingerprint` from its contents; call it after filling a footprint.
+void seal_footprint(ModelFootprint& f);
 
 // The run's shape.
 struct PlanShape {
@@ -36,19 +43,26 @@ struct PlanShape {
 // Rounds allocations to the tiers' 4 KiB unit, as the tiers do.
 uint64_t plan_round(uint64_t bytes);
 
-struct MemoryPlan {
-  std::vector<TierKind> weight_home;   // per tensor
-  std::vector<uint64_t> weight_bytes;  // per tensor
-  std::vector<TierKind> kv_home;       // per layer
-  std::vector<TierKind> act_home;      // per GPU batch
+// Where the weights go: the part of a plan that depends only on the model, the weight shares and
+// the kind of device (the planner reuses it across batch shapes).
+struct WeightPlacement {
+  std::vector<TierKind> home;   // per tensor
+  std::vector<uint64_t> bytes;  // per tensor
   // One buffer of the double-buffered weight workspace, and each unit's tensors' offsets in it
   // (only staged tensors take room).
-  uint64_t weight_workspace = 0;
+  uint64_t workspace = 0;
   std::vector<std::vector<uint64_t>> workspace_offset;
-  uint64_t kv_bytes = 0;      // K (or V) of one (layer, GPU batch), rounded
-  uint64_t meta_bytes = 0;    // positions (or scores) of one (layer, GPU batch), rounded
-  uint64_t act_bytes = 0;     // hidden states of one GPU batch, rounded
-  bool kv_workspace = false;  // some layer's KV is loaded into workspaces (2 x K and V)
+  uint64_t tier_bytes[kTierKinds] = {0, 0, 0};  // homes and the two workspace buffers
+};
+
+struct MemoryPlan {
+  std::shared_ptr<const WeightPlacement> weights;
+  std::vector<TierKind> kv_home;   // per layer
+  std::vector<TierKind> act_home;  // per GPU batch
+  uint64_t kv_bytes = 0;           // K (or V) of one (layer, GPU batch), rounded
+  uint64_t meta_bytes = 0;         // positions (or scores) of one (layer, GPU batch), rounded
+  uint64_t act_bytes = 0;          // hidden states of one GPU batch, rounded
+  bool kv_workspace = false;       // some layer's KV is loaded into workspaces (2 x K and V)
   TierKind kv_workspace_tier = TierKind::Device;
   bool act_workspace = false;              // some batch's activations are staged into the device
   uint64_t bytes[kTierKinds] = {0, 0, 0};  // per tier (TierKind order)

@@ -47,8 +47,10 @@ class Searcher {
   }
 
   bool fits(const Policy& p) const {
-    return memory_violation(estimate_memory(m_, p, w_).peak, cap_).empty();
+    return memory_violation(estimate_memory(m_, p, w_, separate()).peak, cap_).empty();
   }
+
+  bool separate() const { return hw_.compute_device != ComputeDevice::Cpu; }
 
   // Any placement of this batch shape that fits? Tries the cheapest-on-memory first.
   bool feasible(int gbs, int ngb) const {
@@ -223,7 +225,8 @@ SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, c
         p.cache_gpu = 0, p.cache_cpu = opt.allow_disk ? 0 : 100;
         p.act_gpu = 0, p.act_cpu = opt.allow_disk ? 0 : 100;
         p.cpu_cache_compute = true;
-        r.why_not = memory_violation(estimate_memory(model, p, w).peak, r.capacity);
+        r.why_not = memory_violation(
+            estimate_memory(model, p, w, hw.compute_device != ComputeDevice::Cpu).peak, r.capacity);
       }
       break;  // larger GPU batches need more memory still
     }

@@ -14,6 +14,7 @@
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
 #include "runtime/core/error.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace h2oflex::policy {
 namespace {
@@ -34,9 +35,8 @@ HardwareProfile cpu_profile() {
 }
 
 ModelShape opt1_3b() {
-  ModelShape m;
+  ModelShape m = testing_support::opt(24, 2048, 32);
   m.name = "opt-1.3b";
-  m.layers = 24, m.hidden = 2048, m.ffn = 8192, m.heads = 32;
   return m;
 }
 

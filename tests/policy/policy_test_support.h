@@ -1,9 +1,11 @@
 // Shared by the cost-model and search tests: FlexGen's T4 profile and OPT shapes written out
-// here, independently of models/.
+// here; the tensor list behind the memory estimate comes from the OPT model itself.
 #pragma once
 
 #include <string>
 
+#include "engine/model_footprint.h"
+#include "models/opt/opt_model.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
 
@@ -20,6 +22,15 @@ inline ModelShape opt(int layers, int hidden, int heads) {
   m.hidden = hidden;
   m.ffn = 4 * hidden;
   m.heads = heads;
+  OptConfig c;
+  c.name = m.name;
+  c.layers = layers;
+  c.hidden = c.word_embed_dim = hidden;
+  c.ffn = m.ffn;
+  c.heads = heads;
+  c.vocab = m.vocab;
+  c.max_positions = m.max_positions;
+  m.footprint = model_footprint(OptModel(c), DType::BF16);
   return m;
 }
 

@@ -59,7 +59,9 @@ TEST(Search, AtLeastAsFastAsHandWrittenAndSampledPolicies) {
       p.act_gpu = coin(rng) ? 100 : 0;
       p.act_cpu = 100 - p.act_gpu;
       p.cpu_cache_compute = coin(rng);
-      if (!memory_violation(estimate_memory(m, p, w).peak, r.capacity).empty()) continue;
+      if (!memory_violation(estimate_memory(m, p, w, /*separate_device=*/true).peak, r.capacity)
+               .empty())
+        continue;
       ++fitting;
       EXPECT_LE(estimate_cost(m, hw, p, w).total_tok_s, r.estimate.total_tok_s * 1.0001)
           << p.summary() << " beats " << r.policy.summary();
