@@ -45,7 +45,7 @@ void copy_async(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
 }
 
 Tensor to_device(const Tensor& host, int device) {
-  H2OFLEX_CHECK(host.device() == Device::CPU, "to_device expects a host tensor");
+  H2OFLEX_CHECK(host.device().is_cpu(), "to_device expects a host tensor");
   Tensor dev = device_empty(host.shape(), host.dtype(), device);
   const DeviceGuard guard(device);
   cudaStream_t stream = current_stream();
