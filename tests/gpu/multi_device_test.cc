@@ -53,7 +53,7 @@ TEST(DeviceGuard, SwitchesForTheScopeAndRestores) {
     EXPECT_EQ(cuda::current_device(), before);
   }
   EXPECT_EQ(cuda::current_device(), before);
-  EXPECT_THROW(cuda::DeviceGuard(cuda::device_count()), cuda::CudaError);
+  EXPECT_THROW({ const cuda::DeviceGuard bad(cuda::device_count()); }, cuda::CudaError);
   EXPECT_EQ(cuda::current_device(), before);
   if (cuda::device_count() >= 2) {
     const int other = before == 0 ? 1 : 0;
