@@ -1,20 +1,25 @@
-// The compute device's memory on a GPU: cudaMalloc'd buffers under the tier's budget. Not host-
-// addressable, so the transfer engine moves bytes in and out with copy_from_host / copy_to_host
-// (disk data is staged through pinned host memory first).
+// The compute device's memory on a GPU: cudaMalloc'd buffers on one CUDA device (cuda:i) under the
+// tier's budget. Not host-addressable, so the transfer engine moves bytes in and out with
+// copy_from_host / copy_to_host (disk data is staged through pinned host memory first). Each GPU
+// of a multi-device run has its own tier, so each stage's budget is its own device's.
 #pragma once
 
 #ifdef H2OFLEX_WITH_CUDA
 
 #include "offload/tiers/memory_tier.h"
+#include "runtime/core/device.h"
 
 namespace h2oflex {
 
 class CudaDeviceTier final : public DeviceMemoryTier {
  public:
-  // Throws CudaError when no device is usable.
-  explicit CudaDeviceTier(uint64_t budget);
+  // Allocates on CUDA device `device`. Throws CudaError when no device is usable, InputError
+  // when `device` is not one of this process's devices.
+  explicit CudaDeviceTier(uint64_t budget, int device = 0);
   ~CudaDeviceTier() override { release_all(); }
   bool is_host_addressable() const override { return false; }
+  // The device the memory is on: tensors viewing it carry this Device.
+  Device device() const { return Device::cuda(device_); }
   // Synchronous for the calling thread. A transfer queue's worker copies on that queue's named
   // stream, so the queues' copies run concurrently with each other and with compute.
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
@@ -23,6 +28,8 @@ class CudaDeviceTier final : public DeviceMemoryTier {
  private:
   void* raw_allocate(size_t bytes) override;
   void raw_free(void* ptr) override;
+
+  int device_;
 };
 
 }  // namespace h2oflex

@@ -77,14 +77,14 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::clone() const {
-  H2OFLEX_CHECK(device_ == Device::CPU, "clone of a device tensor");
+  H2OFLEX_CHECK(device_.is_cpu(), "clone of a device tensor");
   Tensor t = empty(shape_, dtype_);
   std::memcpy(t.data_, data_, nbytes());
   return t;
 }
 
 Tensor to_dtype(const Tensor& t, DType dtype) {
-  H2OFLEX_CHECK(t.device() == Device::CPU, "to_dtype on a device tensor");
+  H2OFLEX_CHECK(t.device().is_cpu(), "to_dtype on a device tensor");
   if (t.dtype() == dtype) return t.clone();
   const size_t n = static_cast<size_t>(t.numel());
   Tensor f32 = t.dtype() == DType::F32 ? t : Tensor::empty(t.shape(), DType::F32);

@@ -13,12 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/device.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
-
-enum class Device : uint8_t { CPU, CUDA };
 
 using Shape = std::vector<int64_t>;
 
@@ -39,6 +38,7 @@ class Tensor {
 
   bool defined() const { return data_ != nullptr || numel() == 0; }
   DType dtype() const { return dtype_; }
+  // The full device, index included (cuda:1 is not cuda:0).
   Device device() const { return device_; }
   const Shape& shape() const { return shape_; }
   int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }

@@ -1,5 +1,6 @@
 // CUDA backend kernels (cuBLAS and .cu kernels); tensors live in GPU memory.
-// Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher.
+// Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher, which
+// also made the tensors' device current: the kernels run on that device's current stream.
 #pragma once
 
 #include "runtime/core/op_types.h"
@@ -40,12 +41,14 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
-// Copies on the current stream; waits for the copy when either end is host memory.
+// Copies on the current stream of the receiving device (the source's for a copy to the host),
+// ordered after the source device's queued work when the two are different GPUs; waits for the
+// copy when either end is host memory. Makes the devices current itself.
 void copy(const Tensor& src, Tensor& dst);
 
 void fill(Tensor& t, float value);
 
-// Waits for the current stream.
+// Waits for the current device's current stream.
 void synchronize();
 
 void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,

@@ -10,7 +10,9 @@
 
 namespace h2oflex::cuda {
 
-// Unbudgeted device tensors (workspaces, tests). Contents of device_empty are undefined.
+// Unbudgeted device tensors (workspaces, tests) on CUDA device `device`, tagged cuda:`device`;
+// without a device, on the current one. Contents of device_empty are undefined.
+Tensor device_empty(Shape shape, DType dtype, int device);
 Tensor device_empty(Shape shape, DType dtype);
 Tensor device_zeros(Shape shape, DType dtype);
 
@@ -18,7 +20,9 @@ Tensor device_zeros(Shape shape, DType dtype);
 // Host memory should be pinned for the copy to be asynchronous.
 void copy_async(const Tensor& dst, const Tensor& src, cudaStream_t stream);
 
-// Synchronous copies on the current stream (for tests and setup, not for the hot path).
+// Synchronous copies on the current stream of the device concerned (for tests and setup, not for
+// the hot path). to_device without a device copies to the current one.
+Tensor to_device(const Tensor& host, int device);
 Tensor to_device(const Tensor& host);
 Tensor to_host(const Tensor& device);
 

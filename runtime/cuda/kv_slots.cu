@@ -1,8 +1,10 @@
 // KV slot stores on the device (prefill scatter, decode insert), fill, and the stream-ordered
 // copy and synchronization behind ops::copy / ops::synchronize.
 #include <climits>
+#include <optional>
 
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/streams.h"
@@ -102,10 +104,31 @@ void check_blocks(int64_t blocks, const char* op) {
 
 void copy(const Tensor& src, Tensor& dst) {
   if (src.raw() == dst.raw()) return;  // cudaMemcpy of a buffer onto itself is undefined
+  const Device from = src.device(), to = dst.device();
+  // The copy runs on the current stream of the device receiving it (of the source for a copy to
+  // the host), so it is ordered after the work queued there.
+  const int runs_on = to.is_cuda() ? to.index : from.index;
+  const bool across = from.is_cuda() && to.is_cuda() && from != to;
+  std::optional<Event> source_ready;
+  cudaStream_t source_stream = nullptr;
+  if (across) {  // ... and after the source device's work that produced `src`
+    const DeviceGuard guard(from.index);
+    source_stream = current_stream();
+    source_ready.emplace();
+    source_ready->record(source_stream);
+  }
+  const DeviceGuard guard(runs_on);
   cudaStream_t stream = current_stream();
+  if (across) source_ready->wait(stream);
   copy_async(dst, src, stream);
+  if (across) {
+    // The source device must not overwrite `src` (a reused buffer) before the copy has read it.
+    Event copied;
+    copied.record(stream);
+    copied.wait(source_stream);
+  }
   // Host memory on either end: the caller may read (or free) it as soon as we return.
-  if (src.device() == Device::CPU || dst.device() == Device::CPU) {
+  if (from.is_cpu() || to.is_cpu()) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 }

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/device_guard.h"
+#include "runtime/cuda/device_table.h"
 
 namespace h2oflex::cuda {
 
@@ -21,19 +23,25 @@ std::string_view stream_name(StreamKind kind) {
   return "unknown";
 }
 
-Streams::Streams() {
-  for (auto& s : streams_) {
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  }
-  // Op workspaces come from the stream-ordered allocator (cudaMallocAsync). Keep freed blocks in
-  // the pool instead of returning them to the driver at every synchronization, so per-op
-  // workspaces cost no driver call in steady state.
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
+namespace {
+
+// Op workspaces come from the device's stream-ordered pool (cudaMallocAsync allocates from the
+// pool of the stream's device). Keep freed blocks in the pool instead of returning them to the
+// driver at every synchronization, so per-op workspaces cost no driver call in steady state.
+void keep_pool_memory(int device) {
   cudaMemPool_t pool = nullptr;
   CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
   uint64_t keep = UINT64_MAX;
   CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
+}  // namespace
+
+Streams::Streams(int device) : device_(device) {
+  for (auto& s : streams_) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  }
+  keep_pool_memory(device);
 }
 
 Streams::~Streams() {
@@ -52,29 +60,40 @@ void Streams::synchronize_all() const {
   for (cudaStream_t s : streams_) CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-Streams& streams() {
+Streams& streams(int device) {
   // Never destroyed: destroying streams after the CUDA runtime has shut down at exit is an error.
-  static Streams* const instance = new Streams();
-  return *instance;
+  static DeviceTable<Streams>* const table = new DeviceTable<Streams>();
+  return table->get(device);
+}
+
+Streams& streams() {
+  return streams(current_device());
 }
 
 namespace {
 thread_local cudaStream_t tls_stream = nullptr;
+thread_local int tls_stream_device = -1;
 thread_local bool tls_has_stream = false;
 }  // namespace
 
 cudaStream_t current_stream() {
-  return tls_has_stream ? tls_stream : streams().get(StreamKind::Compute);
+  const int device = current_device();
+  if (tls_has_stream && tls_stream_device == device) return tls_stream;
+  return streams(device).get(StreamKind::Compute);
 }
 
 StreamScope::StreamScope(cudaStream_t stream)
-    : previous_(tls_stream), had_previous_(tls_has_stream) {
+    : previous_(tls_stream), previous_device_(tls_stream_device), had_previous_(tls_has_stream) {
+  int device = 0;
+  CUDA_CHECK(cudaStreamGetDevice(stream, &device));
   tls_stream = stream;
+  tls_stream_device = device;
   tls_has_stream = true;
 }
 
 StreamScope::~StreamScope() {
   tls_stream = previous_;
+  tls_stream_device = previous_device_;
   tls_has_stream = had_previous_;
 }
 

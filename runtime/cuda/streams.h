@@ -14,30 +14,39 @@ inline constexpr int kNumStreamKinds = 4;
 
 std::string_view stream_name(StreamKind kind);
 
-// One non-blocking stream per kind on the current device. Non-blocking: none of them
-// synchronizes implicitly with the legacy default stream, so all ordering is explicit.
+// One non-blocking stream per kind on one device. Non-blocking: none of them synchronizes
+// implicitly with the legacy default stream, so all ordering is explicit.
 class Streams {
  public:
-  Streams();
+  // Creates the streams on `device`, which must be current (streams(device) sees to that).
+  explicit Streams(int device);
   ~Streams();
   Streams(const Streams&) = delete;
   Streams& operator=(const Streams&) = delete;
 
+  int device() const { return device_; }
   cudaStream_t get(StreamKind kind) const { return streams_[static_cast<int>(kind)]; }
   void synchronize(StreamKind kind) const;
   void synchronize_all() const;
 
  private:
+  int device_;
   std::array<cudaStream_t, kNumStreamKinds> streams_{};
 };
 
-// The process-wide stream set, created on first use (on the device current at that time).
+// The stream set of CUDA device `device`, created on first use (each device owns its own, so two
+// devices can each run a stage). Never destroyed.
+Streams& streams(int device);
+// The stream set of the calling thread's current device.
 Streams& streams();
 
-// The stream this thread's ops run on: the compute stream unless a StreamScope says otherwise.
+// The stream this thread's ops run on: the current device's compute stream unless a StreamScope
+// for a stream of that device says otherwise.
 cudaStream_t current_stream();
 
-// Runs this thread's ops on `stream` while the scope lives (scopes nest).
+// Runs this thread's ops on `stream` while the scope lives (scopes nest). The scope applies to
+// ops on the device `stream` belongs to; ops on another device keep that device's compute stream
+// (a stream of one device cannot carry another device's kernels).
 class StreamScope {
  public:
   explicit StreamScope(cudaStream_t stream);
@@ -47,10 +56,13 @@ class StreamScope {
 
  private:
   cudaStream_t previous_;
+  int previous_device_;
   bool had_previous_;
 };
 
-// A CUDA event: record it on one stream, make another stream (or the host) wait for it.
+// A CUDA event: record it on one stream, make another stream (or the host) wait for it. An event
+// belongs to the device current at its creation and is recorded on that device's streams; any
+// device's stream may wait for it.
 class Event {
  public:
   // `timing` enables elapsed_ms; without it events are cheaper.
@@ -62,6 +74,7 @@ class Event {
   Event& operator=(Event&& other) noexcept;
 
   void record(cudaStream_t stream);
+  // With a StreamKind: that stream of the current device (the event must belong to it too).
   void record(StreamKind kind) { record(streams().get(kind)); }
   // Work submitted to `stream` after this call starts only once the event has completed.
   void wait(cudaStream_t stream) const;

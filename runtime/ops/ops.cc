@@ -4,6 +4,7 @@
 #include "runtime/cpu/cpu_ops.h"
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/device_memory.h"
 #endif
 
@@ -12,13 +13,22 @@ namespace h2oflex::ops {
 namespace {
 
 bool on_cuda(const Tensor& t) {
-  return t.device() == Device::CUDA;
+  return t.device().is_cuda();
 }
 
 // Calls backend::fn(args...) on the device of `lead`, after checking that every tensor agrees.
+// A CUDA op runs with its tensors' device (cuda:i) current, so it uses device i's streams,
+// cuBLAS handle and memory pool.
 #ifdef H2OFLEX_WITH_CUDA
-#define H2OFLEX_DISPATCH(lead, fn, ...) \
-  (on_cuda(lead) ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__))
+#define H2OFLEX_DISPATCH(lead, fn, ...)                                     \
+  do {                                                                      \
+    if (on_cuda(lead)) {                                                    \
+      const cuda::DeviceGuard h2oflex_device_guard_((lead).device().index); \
+      cuda::fn(__VA_ARGS__);                                                \
+    } else {                                                                \
+      cpu::fn(__VA_ARGS__);                                                 \
+    }                                                                       \
+  } while (0)
 #else
 #define H2OFLEX_DISPATCH(lead, fn, ...)                                         \
   do {                                                                          \
@@ -206,9 +216,9 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
 }
 
 Tensor empty(Shape shape, DType dtype, Device device) {
-  if (device == Device::CPU) return Tensor::empty(std::move(shape), dtype);
+  if (device.is_cpu()) return Tensor::empty(std::move(shape), dtype);
 #ifdef H2OFLEX_WITH_CUDA
-  return cuda::device_empty(std::move(shape), dtype);
+  return cuda::device_empty(std::move(shape), dtype, device.index);
 #else
   throw InternalError("a CUDA tensor was requested from a build without CUDA");
 #endif
@@ -242,9 +252,12 @@ void fill(Tensor& t, float value) {
 
 void synchronize(Device device) {
 #ifdef H2OFLEX_WITH_CUDA
-  if (device == Device::CUDA) cuda::synchronize();
+  if (device.is_cuda()) {
+    const cuda::DeviceGuard guard(device.index);
+    cuda::synchronize();
+  }
 #else
-  H2OFLEX_CHECK(device == Device::CPU, "synchronize: CUDA in a build without CUDA");
+  H2OFLEX_CHECK(device.is_cpu(), "synchronize: CUDA in a build without CUDA");
 #endif
 }
 

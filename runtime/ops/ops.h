@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/core/tensor.h"
 #include "runtime/core/op_types.h"
+#include "runtime/core/tensor.h"
 
 namespace h2oflex::ops {
 
@@ -77,7 +77,7 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
 
 // ---- Memory: where tensors live and moving them between devices ----
 
-// An uninitialized tensor on `device` (device memory comes from the CUDA allocator).
+// An uninitialized tensor on `device` (for cuda:i, memory from device i's CUDA allocator).
 Tensor empty(Shape shape, DType dtype, Device device);
 
 // `t` itself when it is already on `device`, else a fresh copy there.
@@ -90,7 +90,8 @@ void copy(const Tensor& src, Tensor& dst);
 // Every element of an f32 or i32 tensor = value.
 void fill(Tensor& t, float value);
 
-// Returns once the work queued on `device` from this thread has finished (no-op for the CPU).
+// Returns once the work queued on `device` (that one GPU) from this thread has finished (no-op
+// for the CPU).
 void synchronize(Device device);
 
 // ---- KV slots (layout in the header comment) ----

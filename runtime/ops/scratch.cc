@@ -2,16 +2,31 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "runtime/ops/ops.h"
 
 namespace h2oflex::ops {
 
+namespace {
+
+constexpr size_t kPurposes = static_cast<size_t>(Scratch::kCount);
+using Buffers = std::array<Tensor, kPurposes>;  // byte buffers, reinterpreted per request
+
+// This thread's buffers of `device`: slot 0 is the host, slot 1 + i is cuda:i, so each GPU has
+// its own buffers (a buffer lives on one device).
+Buffers& buffers_of(Device device) {
+  thread_local std::vector<Buffers> per_device(2);  // the host and cuda:0 from the start
+  H2OFLEX_CHECK(device.index >= 0, "scratch on ", device.name());
+  const size_t slot = device.is_cpu() ? 0 : 1 + static_cast<size_t>(device.index);
+  if (per_device.size() <= slot) per_device.resize(slot + 1);
+  return per_device[slot];
+}
+
+}  // namespace
+
 Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device) {
-  constexpr size_t kPurposes = static_cast<size_t>(Scratch::kCount);
-  // [device][purpose]: byte buffers, reinterpreted per request.
-  thread_local std::array<std::array<Tensor, kPurposes>, 2> buffers;
-  Tensor& buf = buffers[device == Device::CUDA ? 1 : 0][static_cast<size_t>(purpose)];
+  Tensor& buf = buffers_of(device)[static_cast<size_t>(purpose)];
   const int64_t bytes = shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype));
   const int64_t have = buf.defined() ? static_cast<int64_t>(buf.nbytes()) : 0;
   if (have < bytes) {

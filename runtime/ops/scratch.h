@@ -1,5 +1,6 @@
-// Reusable per-thread working buffers, one per purpose and device, grown on demand: the hot loop
-// neither faults in fresh host pages nor calls cudaMalloc (which synchronizes) for every layer.
+// Reusable per-thread working buffers, one per purpose and device (cuda:0 and cuda:1 apart),
+// grown on demand: the hot loop neither faults in fresh host pages nor calls cudaMalloc (which
+// synchronizes) for every layer.
 // A buffer stays valid until the same thread asks for the same purpose again.
 #pragma once
 
