@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/layer_step.h"
+#include "engine/model_footprint.h"
 #include "runtime/core/timer.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
@@ -50,6 +51,20 @@ Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded) {
   Tensor pos = Tensor::empty({static_cast<int64_t>(pad.size())}, DType::I32);
   for (size_t i = 0; i < pad.size(); ++i) pos.data<int32_t>()[i] = padded - pad[i];
   return pos;
+}
+
+policy::MemoryPlan plan_in_ram(const DecoderModel& model, const GenerationSettings& g,
+                               int64_t batch, int64_t prompt_len) {
+  policy::Policy all_on_device;
+  all_on_device.gpu_batch_size = static_cast<int>(batch);
+  policy::PlanShape shape;
+  shape.prompt_len = prompt_len;
+  shape.gen_len = g.gen_len;
+  shape.kv_slots = g.eviction.capacity(static_cast<int>(prompt_len), g.gen_len);
+  shape.kv_format = StorageFormat::plain(g.kv_dtype);
+  shape.separate_device = g.device != Device::CPU;
+  return policy::plan_memory(model_footprint(model, matrix_dtype_for(g.compute)), all_on_device,
+                             shape);
 }
 
 GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& host_weights,

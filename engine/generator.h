@@ -9,6 +9,7 @@
 #include "engine/kv_slots.h"
 #include "models/decoder_model.h"
 #include "policy/kv_policy.h"
+#include "policy/memory_plan.h"
 
 namespace h2oflex {
 
@@ -59,6 +60,11 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
 // Positions of one decode step's tokens: the token of sequence i at padded position `padded`
 // is real position padded - pad[i] (i32 [pad.size()], in host memory).
 Tensor decode_positions(const std::vector<int32_t>& pad, int32_t padded);
+
+// What generate_in_ram holds for `batch` prompts padded to `prompt_len` (the memory plan of one
+// block with everything on the compute device), so a run too large is refused before it starts.
+policy::MemoryPlan plan_in_ram(const DecoderModel& model, const GenerationSettings& settings,
+                               int64_t batch, int64_t prompt_len);
 
 GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& weights,
                                const std::vector<std::vector<int32_t>>& prompts,

@@ -4,6 +4,10 @@
 
 namespace h2oflex {
 
+DType matrix_dtype_for(ops::ComputeType ct) {
+  return ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+}
+
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype) {
   policy::ModelFootprint f;
   for (const WeightSpec& s : model.weight_specs()) {

@@ -7,6 +7,9 @@
 
 namespace h2oflex {
 
+// The dtype a compute type stores weight matrices in (and the KV cache, by default).
+DType matrix_dtype_for(ops::ComputeType ct);
+
 // Matrices stored as `matrix_dtype`, vectors as f32 (as the weight layout and the engine store
 // them).
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype);

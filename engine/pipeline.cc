@@ -289,10 +289,6 @@ PipelineResult Pipeline::run() {
 
 }  // namespace
 
-DType matrix_dtype_for(ops::ComputeType ct) {
-  return ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
-}
-
 policy::MemoryPlan plan_pipeline(const PipelineSpec& spec) {
   return plan_for(spec, run_shape(spec));
 }

@@ -52,9 +52,6 @@ struct PipelineSpec {
   ProgressFn on_progress;                     // optional
 };
 
-// The weight dtype a compute type stores matrices in.
-DType matrix_dtype_for(ops::ComputeType ct);
-
 // The plan run_pipeline would allocate for `spec` (nothing is allocated).
 policy::MemoryPlan plan_pipeline(const PipelineSpec& spec);
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "engine/generator.h"
+#include "engine/model_footprint.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_model.h"
 #include "runtime/core/half.h"
@@ -58,7 +59,7 @@ double raw_onednn_seconds(const Shape3& s, bool bf16, int repeats) {
 }
 
 double engine_linear_seconds(const Shape3& s, ops::ComputeType ct, int repeats) {
-  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  const DType wdt = matrix_dtype_for(ct);
   Tensor x = Tensor::empty({s.m, s.k}, DType::F32);
   fill_normal(x.data<float>(), static_cast<uint64_t>(x.numel()), 1, 1, 0, 0.0f, 1.0f);
   Tensor w32 = Tensor::empty({s.n, s.k}, DType::F32);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/model_footprint.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_config.h"
 #include "models/opt/opt_model.h"
@@ -233,7 +234,7 @@ LayerTimes layer_times(const LayerModels& models, ops::ComputeType ct, int batch
   g.gen_len = steps + 1;
   g.stop_at_eos = false;
   g.compute = ct;
-  g.kv_dtype = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  g.kv_dtype = matrix_dtype_for(ct);
   double prefill[2], decode[2];
   for (int i = 0; i < 2; ++i) {
     prefill[i] = decode[i] = 1e30;
@@ -316,7 +317,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   const Stopwatch total;
   ProfileMeasurements m;
   const ops::ComputeType ct = resolve_compute_type(o.compute_dtype);
-  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  const DType wdt = matrix_dtype_for(ct);
   m.compute_dtype = wdt == DType::BF16 ? "bf16" : "f32";
 
   std::fprintf(stderr, "profile: memcpy ...\n");

@@ -1,7 +1,5 @@
 #include "experiments/run_command.h"
 
-#include "experiments/pipeline_progress.h"
-
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -9,8 +7,11 @@
 
 #include "engine/compute_device.h"
 #include "engine/generator.h"
+#include "engine/model_footprint.h"
 #include "engine/pipeline.h"
+#include "experiments/memory_check.h"
 #include "experiments/model_source.h"
+#include "experiments/pipeline_progress.h"
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
 #include "policy/run_policy.h"
@@ -88,7 +89,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
       resolve_compute_device(c.compute_device, c.source + ": compute_device");
   const bool on_gpu = device == PipelineDevice::Cuda;
   const ops::ComputeType ct = resolve_compute_type(c.compute_dtype, on_gpu);
-  const DType wdtype = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  const DType wdtype = matrix_dtype_for(ct);
   auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, cfg.vocab) : c.prompt_ids;
   for (const auto& p : prompts) {
     for (int32_t id : p) {
@@ -182,6 +183,10 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
                  c.prompt_len, c.gen_len);
+    check_in_ram_fits(plan_in_ram(*src.model, opt, static_cast<int64_t>(prompts.size()),
+                                  static_cast<int64_t>(longest_prompt(prompts))),
+                      c.has_hardware() ? policy::parse_hardware_limits(c.hardware).host_mem : 0,
+                      c.source + ": batch_size " + std::to_string(prompts.size()));
     const ModelWeights weights = load_model_weights(*src.model, wdtype, src.producer);
     out = generate_in_ram(*src.model, weights, prompts, opt);
     r["projected"] = false;

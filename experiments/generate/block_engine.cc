@@ -2,7 +2,9 @@
 
 #include "engine/compute_device.h"
 #include "engine/generator.h"
+#include "engine/model_footprint.h"
 #include "engine/pipeline.h"
+#include "experiments/memory_check.h"
 
 namespace h2oflex::generate {
 
@@ -10,12 +12,20 @@ BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
     : config_(config), source_(source) {
   device_ = resolve_compute_device(config.compute_device, config.source + ": compute_device");
   compute_ = resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda);
-  weight_dtype_ = compute_ == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  weight_dtype_ = matrix_dtype_for(compute_);
   if (config.has_policy()) {
     policy_ = policy::parse_policy(config.policy, "policy");
     if (config.has_hardware()) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
   } else {
-    // Loaded (and moved to the GPU) once for all blocks.
+    // Loaded (and moved to the GPU) once for all blocks — unless even the shortest block of
+    // batch_size cannot fit.
+    GenerationSettings smallest;
+    smallest.gen_len = 1;
+    smallest.compute = compute_;
+    smallest.kv_dtype = weight_dtype_;
+    smallest.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
+    check_in_ram_fits(plan_in_ram(*source.model, smallest, config.batch_size, 1), 0,
+                      detail::concat(config.source, ": batch_size ", config.batch_size));
     weights_ = load_model_weights(*source.model, weight_dtype_, source.producer)
                    .on_device(device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU);
   }
@@ -45,7 +55,12 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.seed = work.seed;
   opt.row_keys = work.row_keys;
   opt.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
-  if (!policy_) return generate_in_ram(*source_.model, *weights_, work.prompts, opt).tokens;
+  if (!policy_) {
+    check_in_ram_fits(plan_in_ram(*source_.model, opt, static_cast<int64_t>(work.prompts.size()),
+                                  static_cast<int64_t>(longest_prompt(work.prompts))),
+                      0, detail::concat(config_.source, ": a block of ", work.prompts.size()));
+    return generate_in_ram(*source_.model, *weights_, work.prompts, opt).tokens;
+  }
 
   // The pipeline takes exactly one block: a short last block is filled with copies of its last
   // prompt, whose results are dropped. Weights are placed on every call (once per block).

@@ -159,3 +159,21 @@ TEST_F(RunErrors, ProjectedRunIsFlagged) {
 }
 
 }  // namespace
+
+namespace {
+
+// Without a policy everything is held in memory: a batch that cannot fit is refused up front
+// with the estimate, instead of dying in an allocation.
+TEST_F(RunErrors, InRamBatchBeyondMemoryIsRefusedWithTheEstimate) {
+  expect_refused("model: opt-125m\ndummy: true\nprompt_len: 8\ngen_len: 2\nbatch_size: 100000\n",
+                 "batch_size 100000: without a policy the run needs an estimated");
+}
+
+TEST_F(RunErrors, InRamRunOverTheHostBudgetIsRefused) {
+  expect_refused(
+      "model: opt-125m\ndummy: true\nprompt_len: 8\ngen_len: 2\nbatch_size: 1\n"
+      "hardware: {host_mem: 64MiB}\n",
+      "but hardware.host_mem is 64.00 MiB");
+}
+
+}  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "engine/model_footprint.h"
 #include "engine/pipeline.h"
 #include "experiments/model_source.h"
 
@@ -56,7 +57,7 @@ inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
 inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e,
                           Device device) {
   const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
-  const DType wdt = ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  const DType wdt = matrix_dtype_for(ct);
   const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
   const auto ps = prompts(e);
   const int64_t seq = 12;
