@@ -8,18 +8,12 @@
 
 #include "policy/kv_policy.h"
 #include "runtime/core/error.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace h2oflex::policy {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using testing_support::error_of;
 
 TEST(KvPolicy, H2OBudgetFromRatiosOrTokens) {
   const KvPolicy kv =

@@ -2,14 +2,26 @@
 // here; the tensor list behind the memory estimate comes from the OPT model itself.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "engine/model_footprint.h"
 #include "models/opt/opt_model.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
+#include "runtime/core/error.h"
 
 namespace h2oflex::policy::testing_support {
+
+// The message of the InputError `f` throws, or "<no InputError>".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no InputError>";
+}
 
 inline HardwareProfile t4() {
   return load_hardware_profile(std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/t4.yaml");

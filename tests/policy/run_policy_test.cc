@@ -7,18 +7,12 @@
 #include "policy/run_policy.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
+#include "tests/policy/policy_test_support.h"
 
 namespace h2oflex::policy {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "<no InputError>";
-}
+using testing_support::error_of;
 
 TEST(ByteSize, UnitsArePowersOf1000Or1024) {
   EXPECT_EQ(parse_byte_size("16GiB", "x"), 16ull << 30);
