@@ -237,6 +237,10 @@ KvPolicy parse_kv_policy(const YAML::Node& node, const std::string& path) {
                         ": h2o needs heavy_ratio or heavy_tokens");
     H2OFLEX_INPUT_CHECK(kv.recent_ratio > 0 || kv.recent_tokens > 0, key_path(path, "recent_ratio"),
                         ": h2o needs recent_ratio or recent_tokens");
+    // Over 1 the budget exceeds the prompt: it would be clamped to the full cache, no eviction.
+    H2OFLEX_INPUT_CHECK(kv.heavy_ratio + kv.recent_ratio <= 1 + 1e-9, path, ": heavy_ratio (",
+                        kv.heavy_ratio, ") + recent_ratio (", kv.recent_ratio,
+                        ") exceeds 1: the cache would keep the whole prompt (use policy: full)");
   } else if (kind == "streaming") {
     kv.kind = KvPolicy::Kind::Streaming;
     reject("heavy_ratio", "streaming keeps sink tokens, not heavy hitters");
