@@ -86,7 +86,7 @@ int run_plan(const PlanOptions& o) {
     nlohmann::json j;
     nlohmann::json pj;
     for (const auto& [k, v] : policy::describe(p)) {
-      std::visit([&](const auto& x) { pj[k] = x; }, v);
+      std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     j["model"] = m.name;
     j["hardware"] = hw.name;
