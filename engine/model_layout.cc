@@ -36,7 +36,10 @@ std::vector<TensorSpec> opt_layout_specs(const OptConfig& cfg, DType matrix_dtyp
 
 std::string model_layout_dir(const std::string& disk_path, const std::string& key,
                              DType matrix_dtype) {
-  std::string name = full_key(key, matrix_dtype);
+  // The directory is named after where the weights come from, not their content fingerprint:
+  // a changed checkpoint is rebuilt in place (its index holds the full key) instead of leaving
+  // the old layout behind to fill the disk.
+  std::string name = full_key(key.substr(0, key.find(":content=")), matrix_dtype);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
   }
