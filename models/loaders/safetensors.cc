@@ -274,7 +274,10 @@ void SafetensorsReader::add_file(const fs::path& file) {
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = file_size - data_start;
   const size_t first_of_file = tensors_.size();
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named variables, not a structured binding: the lambda below captures `name`.
+    const std::string& name = item.key();
+    const json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](std::string_view why) {
       return InputError(detail::concat(quoted(file), ": tensor '", name, "': ", why));
