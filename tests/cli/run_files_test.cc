@@ -148,4 +148,14 @@ TEST_F(RunFiles, SetErrorsNameTheSet) {
   EXPECT_NE(o.output.find(bad.string() + ": key 'gen_len'"), std::string::npos) << o.output;
 }
 
+// The same check guards every command's outputs: plan's --json onto its --hardware profile.
+TEST_F(RunFiles, PlanJsonOntoTheProfileIsRefused) {
+  const fs::path hw = dir() / "hw.yaml";
+  fs::copy_file(fs::path(H2OFLEX_SOURCE_DIR) / "experiments/hardware/local_cpu.yaml", hw);
+  const std::string before = read(hw);
+  expect_refused("plan --model opt-125m --hardware " + hw.string() + " --json " + hw.string(),
+                 "are the same file");
+  EXPECT_EQ(read(hw), before);
+}
+
 }  // namespace
