@@ -302,6 +302,41 @@ TEST(IoFaults, LayoutBuildHoldsTheDirectoryLock) {
   EXPECT_EQ(second_produced.load(), 0) << "the second run wrote the layout too";
 }
 
+// EIO and a short read while a disk-homed weight is fetched for a decode step: an IoError naming
+// the layout file, and the queue still works afterwards (no hang).
+TEST(IoFaults, DiskWeightFetchDuringDecodeFailsCleanly) {
+  TempDir dir;
+  std::vector<TensorSpec> specs = {{"a", {256, 256}, DType::F32, 256 * 256 * 4},
+                                   {"b", {256, 256}, DType::F32, 256 * 256 * 4}};
+  auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x5a, out.size());
+  };
+  auto layout = WeightLayout::open_or_build(dir.path(), "k", specs, producer);
+  HostTier host(4 << 20);
+  TransferEngineOptions o;
+  o.io.chunk_bytes = 64 << 10;
+  TransferEngine engine(o);
+  WeightStore store(*layout, engine, {nullptr, &host, nullptr}, {TierKind::Disk, TierKind::Disk},
+                    false);
+  void* dst = host.allocate(specs[1].bytes);
+  const uint64_t b_offset = layout->record(1).offset;
+  for (const auto& [hook, needle] :
+       std::vector<std::pair<std::shared_ptr<IoFaultHook>, std::string>>{
+           {std::make_shared<EioOnNth>(2), "Input/output error"},
+           {std::make_shared<EndsAt>(b_offset + 100000), "unexpected end of file"}}) {
+    engine.set_fault_hook(hook);
+    try {
+      store.fetch(1, Location::in_memory(host, dst), "decode").wait();
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const IoError& e) {
+      expect_message(e, {dir.path() + "/weights.bin", needle});
+    }
+    engine.set_fault_hook(nullptr);
+    EXPECT_NO_THROW(store.fetch(1, Location::in_memory(host, dst), "decode").wait());
+  }
+  host.free(dst);
+}
+
 TEST(IoFaults, TemporaryFilesAreRemovedOnErrorPaths) {
   TempDir dir;
   try {
