@@ -39,7 +39,11 @@ std::string model_layout_dir(const std::string& disk_path, const std::string& ke
   // The directory is named after where the weights come from, not their content fingerprint:
   // a changed checkpoint is rebuilt in place (its index holds the full key) instead of leaving
   // the old layout behind to fill the disk.
-  std::string name = full_key(key.substr(0, key.find(":content=")), matrix_dtype);
+  std::string where = key;
+  if (const size_t at = where.find(":content="); at != std::string::npos) {
+    where.erase(at, where.find(':', at + 1) - at);  // up to the next field, or the end
+  }
+  std::string name = full_key(where, matrix_dtype);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test suite under sanitizers, CPU only: an ASan + UBSan build of every test (build-asan/),
-# then a TSan build of the threaded parts, the transfer and io engines, generate and the
-# pipeline (build-tsan/). Any report fails the run. Extra arguments go to both ctest calls.
+# The test suite under sanitizers, CPU only: an ASan + UBSan build of every test (build-asan/).
+# With H2OFLEX_TSAN=1 also a TSan build of the threaded parts, the transfer and io engines,
+# generate and the pipeline (build-tsan/); not yet part of CI, as its run is not yet known to be
+# clean. Any report fails the run. Extra arguments go to the ctest calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -16,7 +17,7 @@ cmake --build build-asan -j "$jobs"
     ctest --output-on-failure -j "$jobs" -LE gpu "$@"
 )
 
-if [ "${H2OFLEX_SKIP_TSAN:-0}" != 1 ]; then
+if [ "${H2OFLEX_TSAN:-0}" = 1 ]; then
   tsan="-fsanitize=thread -fno-omit-frame-pointer"
   cmake -S . -B build-tsan "${common[@]}" -DCMAKE_CXX_FLAGS="$tsan" >/dev/null
   cmake --build build-tsan -j "$jobs" --target offload_tests fault_tests generate_tests engine_tests

@@ -53,6 +53,10 @@ TEST_F(ModelSourceTest, KeyChangesWithTheCheckpointsContent) {
   EXPECT_NE(after, before);
   // The layout lives in the same directory (rebuilt in place, the old one does not pile up).
   EXPECT_EQ(model_layout_dir("/d", after, DType::F32), model_layout_dir("/d", before, DType::F32));
+  // Only the fingerprint is left out: a converted copy's key ("...:content=X:bf16") keeps its
+  // own directory.
+  EXPECT_NE(model_layout_dir("/d", "/m:content=0123:bf16", DType::F32),
+            model_layout_dir("/d", "/m:content=0123", DType::F32));
 }
 
 TEST_F(ModelSourceTest, ChangedCheckpointRebuildsItsLayout) {
