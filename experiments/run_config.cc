@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "experiments/output_paths.h"
 #include "policy/run_policy.h"
@@ -34,7 +35,9 @@ void check_keys(const YAML::Node& node, const std::set<std::string>& allowed,
   H2OFLEX_INPUT_CHECK(node.IsMap(), source, ": ", where.empty() ? "the config" : where,
                       " must be a mapping");
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    H2OFLEX_INPUT_CHECK(kv.first.IsScalar(), source, ": ", where.empty() ? "the config" : where,
+                        " has a key that is not a name (line ", kv.first.Mark().line + 1, ")");
+    const std::string key = kv.first.Scalar();
     if (allowed.count(key) == 0) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -109,9 +112,14 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
+  H2OFLEX_INPUT_CHECK(root.IsMap(), "--set ", assignment, ": the config is not a mapping");
   // yaml-cpp nodes are handles: walk by reassigning copies that alias the tree.
   std::vector<YAML::Node> path{root};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    // A scalar or a list cannot take a key (yaml-cpp would throw a bare exception).
+    const YAML::Node existing = std::as_const(path.back())[parts[i]];
+    H2OFLEX_INPUT_CHECK(!existing.IsDefined() || existing.IsNull() || existing.IsMap(), "--set ",
+                        assignment, ": '", parts[i], "' holds a value, not a mapping of keys");
     YAML::Node child = path.back()[parts[i]];
     if (!child.IsDefined() || child.IsNull()) {
       path.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
@@ -217,7 +225,9 @@ YAML::Node load_config_root(const std::string& path, const std::vector<std::stri
 // Replaces keys of `base` by those of `patch`, descending into mappings present in both.
 void merge_into(YAML::Node base, const YAML::Node& patch) {
   for (const auto& kv : patch) {
-    const std::string key = kv.first.as<std::string>();
+    H2OFLEX_INPUT_CHECK(kv.first.IsScalar(), "variants: a key in set: is not a name (line ",
+                        kv.first.Mark().line + 1, ")");
+    const std::string key = kv.first.Scalar();
     if (kv.second.IsMap() && base[key] && base[key].IsMap()) {
       merge_into(base[key], kv.second);
     } else {

@@ -52,7 +52,8 @@ void require_mapping(const YAML::Node& node, const std::string& path,
                      std::initializer_list<const char*> allowed) {
   require_mapping(node, path);
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    H2OFLEX_INPUT_CHECK(kv.first.IsScalar(), path, ": a key that is not a name", line_of(kv.first));
+    const std::string key = kv.first.Scalar();
     const bool known =
         std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; });
     if (!known) {

@@ -52,7 +52,9 @@ YAML::Node job_config_root(const GenerateJobOptions& o, const std::vector<std::s
   H2OFLEX_INPUT_CHECK(root["model"], "generate needs a model: --model DIR (or model: in ", source,
                       ")");
   // A directory holds real weights unless the config asks for dummy ones explicitly.
-  if (!root["dummy"] && fs::is_directory(root["model"].as<std::string>())) root["dummy"] = false;
+  if (!root["dummy"] && root["model"].IsScalar() && fs::is_directory(root["model"].Scalar())) {
+    root["dummy"] = false;
+  }
   if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
   if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
   if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;

@@ -148,6 +148,18 @@ TEST_F(RunFiles, SetErrorsNameTheSet) {
   EXPECT_NE(o.output.find(bad.string() + ": key 'gen_len'"), std::string::npos) << o.output;
 }
 
+// Found by the run_config fuzz target: structure yaml-cpp refuses with a bare exception (exit 1,
+// no file named) is bad input like any other.
+TEST_F(RunFiles, KeysThatAreNotNamesAndSetIntoAScalarAreInputErrors) {
+  const fs::path cfg = write("c.yaml", kConfig);
+  expect_refused("run " + cfg.string() + " --set model.a=1",
+                 "--set model.a=1: 'model' holds a value, not a mapping");
+  const fs::path list_key = write("k.yaml", std::string(kConfig) + "? [a]\n: 1\n");
+  expect_refused("run " + list_key.string(), "a key that is not a name (line 4)");
+  const fs::path nested = write("n.yaml", std::string(kConfig) + "hardware: {? [a] : 1}\n");
+  expect_refused("run " + nested.string(), "hardware: a key that is not a name");
+}
+
 // The same check guards every command's outputs: plan's --json onto its --hardware profile.
 TEST_F(RunFiles, PlanJsonOntoTheProfileIsRefused) {
   const fs::path hw = dir() / "hw.yaml";
