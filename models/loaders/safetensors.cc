@@ -101,7 +101,7 @@ json parse_json_file(const fs::path& file, std::string_view what) {
   text << in.rdbuf();
   try {
     return json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(detail::concat(quoted(file), ": malformed ", what, ": ", e.what()));
   }
 }

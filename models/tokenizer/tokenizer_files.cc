@@ -31,7 +31,7 @@ json parse_json(const std::filesystem::path& file) {
   const std::string text = read_file(file);
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(
         detail::concat("tokenizer file ", file.string(), ": malformed JSON: ", e.what()));
   }
