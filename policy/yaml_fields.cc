@@ -164,8 +164,9 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& source) {
     std::istringstream events(text);
     YAML::Parser parser(events);
     DuplicateKeyCheck check(source);
-    while (parser.HandleNextDocument(check)) {
-    }
+    // The first document only, as YAML::Load reads: looping until the parser reports no more
+    // documents never ends on some malformed text (a lone ",", found by fuzzing).
+    parser.HandleNextDocument(check);
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw InputError(detail::concat(source, ": malformed YAML at ", place(e.mark), ": ", e.msg));

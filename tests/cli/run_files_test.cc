@@ -160,6 +160,13 @@ TEST_F(RunFiles, KeysThatAreNotNamesAndSetIntoAScalarAreInputErrors) {
   expect_refused("run " + nested.string(), "hardware: a key that is not a name");
 }
 
+// Found by the run_config fuzz target: a lone "," made the duplicate-key scan loop forever.
+TEST_F(RunFiles, MalformedYamlDoesNotHang) {
+  const fs::path cfg = write("comma.yaml", ",");
+  const Outcome o = run("run " + cfg.string());
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+}
+
 // The same check guards every command's outputs: plan's --json onto its --hardware profile.
 TEST_F(RunFiles, PlanJsonOntoTheProfileIsRefused) {
   const fs::path hw = dir() / "hw.yaml";
