@@ -31,7 +31,14 @@ std::vector<TensorSpec> layout_specs(const DecoderModel& model, DType matrix_dty
 
 std::string model_layout_dir(const std::string& disk_path, const std::string& key,
                              DType matrix_dtype) {
-  std::string name = full_key(key, matrix_dtype);
+  // The directory is named after where the weights come from, not their content fingerprint:
+  // a changed checkpoint is rebuilt in place (its index holds the full key) instead of leaving
+  // the old layout behind to fill the disk.
+  std::string where = key;
+  if (const size_t at = where.find(":content="); at != std::string::npos) {
+    where.erase(at, where.find(':', at + 1) - at);  // up to the next field, or the end
+  }
+  std::string name = full_key(where, matrix_dtype);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
   }

@@ -30,7 +30,8 @@ std::unique_ptr<WeightLayout> open_or_build_model_layout(
 // A WeightProducer that reads tensors from a layout, checking each tensor's checksum.
 WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout);
 
-// Where runs keep layouts: DIR/h2oflex-weights/<key as a file name>.
+// Where runs keep layouts: DIR/h2oflex-weights/<key as a file name>, without the key's
+// ":content=..." fingerprint (the layout's index compares that).
 std::string model_layout_dir(const std::string& disk_path, const std::string& key,
                              DType matrix_dtype);
 

@@ -9,6 +9,7 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
+#include "experiments/output_paths.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_model.h"
 #include "runtime/core/half.h"
@@ -71,10 +72,7 @@ double engine_linear_seconds(const Shape3& s, ops::ComputeType ct, int repeats) 
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  if (path.empty()) return;
-  std::ofstream out(path);
-  H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", path, "'");
-  out << j.dump(2) << "\n";
+  if (!path.empty()) write_file_atomically(path, j.dump(2) + "\n");
 }
 
 int bench_gemm(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
@@ -161,6 +159,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
 }  // namespace
 
 int run_bench_compute(const BenchComputeOptions& o) {
+  check_output_paths({}, {{"--json", o.json_out}});
   auto cfg = opt_config_by_name(o.model);
   H2OFLEX_INPUT_CHECK(cfg.has_value(), "bench: unknown model '", o.model, "'");
   H2OFLEX_INPUT_CHECK(o.batch >= 1 && o.prompt_len >= 1 && o.repeats >= 1,

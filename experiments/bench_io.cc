@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "experiments/output_paths.h"
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
@@ -76,6 +77,7 @@ double run_fio(const std::string& file, bool write, const BenchIoOptions& o) {
 
 BenchIoResult measure_io(const BenchIoOptions& o) {
   H2OFLEX_INPUT_CHECK(!o.path.empty(), "bench-io: --path is required");
+  check_output_paths({}, {{"--json", o.json_out}});
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(o.path), "bench-io: --path '", o.path,
                       "' is not a directory");
   H2OFLEX_INPUT_CHECK(o.chunk >= 4096 && o.chunk % 4096 == 0,
@@ -169,9 +171,7 @@ BenchIoResult measure_io(const BenchIoOptions& o) {
       j["read_ratio"] = r.read_gbps / r.fio_read_gbps;
       j["write_ratio"] = r.write_gbps / r.fio_write_gbps;
     }
-    std::ofstream out(o.json_out, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    if (!out) throw IoError(detail::concat("cannot write '", o.json_out, "'"));
+    write_file_atomically(o.json_out, j.dump(2) + "\n");
   }
   return r;
 }

@@ -11,11 +11,36 @@ namespace h2oflex {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// `p` with the links of its existing part resolved.
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  const fs::path r = fs::weakly_canonical(fs::absolute(p), ec);
+  return ec ? fs::absolute(p).lexically_normal() : r;
+}
+
+// True when `inner` is `outer` or lies below it.
+bool within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 int run_convert(const ConvertOptions& o) {
   const DType dtype = parse_dtype(o.dtype);
   H2OFLEX_INPUT_CHECK(dtype != DType::I32, "--dtype must be bf16, f16 or f32");
   H2OFLEX_INPUT_CHECK(!o.to.empty(), "--to: an output directory is needed");
-  H2OFLEX_INPUT_CHECK(fs::absolute(o.from) != fs::absolute(o.to), "--to must differ from --from");
+  // Compared after resolving links: a --to inside the source (or a link to it) would write the
+  // layout and overwrite config files in the checkpoint being read.
+  H2OFLEX_INPUT_CHECK(!within(resolved(o.to), resolved(o.from)), "--to '", o.to,
+                      "' is inside (or links to) the source directory --from '", o.from,
+                      "'; choose a directory outside it");
   // Checks config.json and every tensor's presence and shape before writing anything.
   const ModelSource src = open_model_source(o.from, /*dummy=*/false, 0);
   Stopwatch watch;

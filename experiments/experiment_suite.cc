@@ -148,15 +148,7 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
 }
 
 Suite load_suite(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError(path + ": cannot open suite");
-  } catch (const YAML::Exception& e) {
-    throw InputError(path + ": not valid YAML: " + e.what());
-  }
-  return parse_suite(root, path);
+  return parse_suite(policy::load_yaml_file(path, "suite"), path);
 }
 
 }  // namespace h2oflex

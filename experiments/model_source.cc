@@ -1,8 +1,12 @@
 #include "experiments/model_source.h"
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <vector>
 
+#include "experiments/sha256.h"
 #include "models/loaders/dummy_weights.h"
 #include "models/loaders/hf_checkpoint.h"
 #include "runtime/core/error.h"
@@ -20,6 +24,59 @@ ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const
   src.description = detail::concat(name, " (", what, "dummy weights, seed ", seed, ")");
   src.key = detail::concat(name, ":dummy:seed=", seed);
   return src;
+}
+
+// What identifies a checkpoint's content for reusing its offload layout: config.json, and for
+// each safetensors file its name, size, modification time and header (names, dtypes, shapes,
+// offsets). Hashing every tensor would read the whole checkpoint on every run; a file rewritten
+// in place (new values, same shapes) still changes its modification time, and a file copied
+// elsewhere costs one rebuild, never a stale reuse.
+std::string checkpoint_fingerprint(const HfCheckpoint& ckpt) {
+  namespace fs = std::filesystem;
+  std::string facts;
+  auto add_file = [&](const fs::path& file, bool header_only) {
+    std::ifstream in(file, std::ios::binary);
+    H2OFLEX_INPUT_CHECK(in.good(), "'", file.string(), "': cannot read");
+    std::string bytes;
+    if (header_only) {
+      unsigned char len[8] = {};
+      in.read(reinterpret_cast<char*>(len), 8);
+      uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+      bytes.resize(static_cast<size_t>(n));  // bounded: the reader checked the header length
+      in.read(bytes.data(), static_cast<std::streamsize>(n));
+    } else {
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    H2OFLEX_INPUT_CHECK(!in.bad() && (in.good() || in.eof()), "'", file.string(), "': read failed");
+    const auto mtime = fs::last_write_time(file).time_since_epoch().count();
+    facts += detail::concat(file.filename().string(), " ", fs::file_size(file), " ", mtime, " ",
+                            sha256_hex(bytes), "\n");
+  };
+  add_file(ckpt.dir() / "config.json", false);
+  for (const fs::path& file : ckpt.weights().files()) add_file(file, true);
+  return sha256_hex(facts).substr(0, 16);
+}
+
+// Every checkpoint tensor must be one the config describes: a config.json saying fewer layers
+// than were saved would otherwise run a truncated model without a word. lm_head.weight is the
+// output projection, tied to the token embedding in OPT (some checkpoints store a copy).
+void reject_unused_tensors(const HfCheckpoint& ckpt, const std::vector<WeightSpec>& specs) {
+  std::set<std::string> used{"lm_head.weight", "model.lm_head.weight"};
+  for (const WeightSpec& spec : specs) used.insert(ckpt.get(spec.name).name);
+  std::vector<std::string> extra;
+  for (const TensorInfo& t : ckpt.weights().tensors()) {
+    if (used.count(t.name) == 0) extra.push_back(t.name);
+  }
+  if (extra.empty()) return;
+  std::string names;
+  for (size_t i = 0; i < extra.size() && i < 6; ++i) names += (i ? ", '" : "'") + extra[i] + "'";
+  if (extra.size() > 6) names += detail::concat(" and ", extra.size() - 6, " more");
+  throw InputError(detail::concat(
+      "'", ckpt.dir().string(), "': the checkpoint holds ", extra.size(),
+      " tensor(s) that config.json does not describe (", names, "); config.json says ",
+      ckpt.config().num_hidden_layers,
+      " layers: does it belong to this checkpoint? (refusing to run a truncated model)"));
 }
 
 }  // namespace
@@ -64,12 +121,16 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   src.config = to_opt_config(ckpt->config(), dir.filename().string());
   if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
   // Every tensor must exist with the shape config.json implies; checked before any work.
-  for (const WeightSpec& spec : opt_weight_specs(src.config)) ckpt->get(spec.name, spec.shape);
+  const std::vector<WeightSpec> specs = opt_weight_specs(src.config);
+  for (const WeightSpec& spec : specs) ckpt->get(spec.name, spec.shape);
+  reject_unused_tensors(*ckpt, specs);
   src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
     ckpt->weights().read(ckpt->get(spec.name, spec.shape), dtype, dst);
   };
   src.description = model;
-  src.key = std::filesystem::absolute(dir).string();
+  // The path says where, the fingerprint what: a changed checkpoint must not reuse the layout
+  // written from its previous content.
+  src.key = std::filesystem::absolute(dir).string() + ":content=" + checkpoint_fingerprint(*ckpt);
   return src;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "experiments/output_paths.h"
 #include "models/opt/opt_config.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
@@ -51,6 +52,7 @@ policy::Policy plan_policy(const policy::ModelShape& model, const policy::Hardwa
 }
 
 int run_plan(const PlanOptions& o) {
+  check_output_paths({{"--hardware", o.hardware_path}}, {{"--json", o.json_out}});
   const policy::HardwareProfile hw = policy::load_hardware_profile(o.hardware_path);
   const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
   H2OFLEX_INPUT_CHECK(o.prompt_len >= 1 && o.gen_len >= 1, "plan: --prompt-len ", o.prompt_len,
@@ -90,7 +92,7 @@ int run_plan(const PlanOptions& o) {
     nlohmann::json j;
     nlohmann::json pj;
     for (const auto& [k, v] : policy::describe(p)) {
-      std::visit([&](const auto& x) { pj[k] = x; }, v);
+      std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     j["model"] = m.name;
     j["hardware"] = hw.name;
@@ -107,9 +109,7 @@ int run_plan(const PlanOptions& o) {
     j["capacity_bytes"] = {
         {"device", r.capacity.device}, {"host", r.capacity.host}, {"disk", r.capacity.disk}};
     j["search_seconds"] = r.seconds;
-    std::ofstream out(o.json_out);
-    H2OFLEX_INPUT_CHECK(out.good(), o.json_out, ": cannot write");
-    out << j.dump(2) << "\n";
+    write_file_atomically(o.json_out, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
+#include "experiments/output_paths.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_config.h"
 #include "models/opt/opt_model.h"
@@ -279,6 +280,7 @@ uint64_t round_down(uint64_t bytes) {
 }
 
 void check_options(const ProfileOptions& o) {
+  check_output_paths({}, {{"--out", o.out_path}});
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(o.disk_path), "profile: --disk-path '",
                       o.disk_path, "' is not a directory");
   H2OFLEX_INPUT_CHECK(o.disk_bytes >= (1u << 20) && o.disk_bytes % (1u << 20) == 0,
@@ -489,15 +491,7 @@ int run_profile(const ProfileOptions& o) {
                  o.disk_path.c_str());
   }
   if (!o.out_path.empty()) {
-    const std::string tmp = o.out_path + ".tmp";
-    {
-      std::ofstream out(tmp);
-      H2OFLEX_INPUT_CHECK(out.good(), "profile: cannot write '", tmp, "'");
-      out << yaml;
-      H2OFLEX_CHECK(out.good(), "profile: writing ", tmp);
-    }
-    H2OFLEX_CHECK(std::rename(tmp.c_str(), o.out_path.c_str()) == 0, "profile: renaming ", tmp,
-                  " to ", o.out_path);
+    write_file_atomically(o.out_path, yaml);
     // What was written must load as a profile.
     policy::load_hardware_profile(o.out_path);
     std::fprintf(stderr, "profile: wrote %s in %.1f s\n", o.out_path.c_str(), m.seconds);

@@ -11,6 +11,7 @@
 #include "engine/pipeline.h"
 #include "experiments/memory_check.h"
 #include "experiments/model_source.h"
+#include "experiments/output_paths.h"
 #include "experiments/pipeline_progress.h"
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
@@ -177,7 +178,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     }
     nlohmann::json pj;
     for (const auto& [k, v] : policy::describe(spec.policy)) {
-      std::visit([&](const auto& x) { pj[k] = x; }, v);
+      std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     r["policy"] = pj;
   } else {
@@ -284,23 +285,18 @@ void print_comparison(const std::vector<nlohmann::json>& results) {
       " %18.2f");
 }
 
-void write_json_atomically(const std::string& path, const nlohmann::json& doc) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", tmp, "'");
-    out << doc.dump(2) << "\n";
-    H2OFLEX_CHECK(out.good(), "writing ", tmp);
-  }
-  H2OFLEX_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "renaming ", tmp, " to ", path);
-  std::fprintf(stderr, "wrote %s\n", path.c_str());
-}
-
 }  // namespace
 
 int run_command(const RunOptions& options) {
   const std::vector<RunConfig> configs =
       load_run_config_variants(options.config_path, options.overrides);
+  // Before any work: the result must not overwrite an input, and must be writable.
+  std::vector<NamedPath> inputs{{"the config file", options.config_path}};
+  for (const RunConfig& config : configs) {
+    inputs.push_back({config.source + ": hardware_profile", config.hardware_profile});
+    check_run_paths(config);
+  }
+  check_output_paths(inputs, {{"--json", options.json_out}});
   std::vector<nlohmann::json> results;
   for (const RunConfig& config : configs) {
     if (configs.size() > 1) std::printf("== %s ==\n", config.name.c_str());
@@ -311,9 +307,10 @@ int run_command(const RunOptions& options) {
   }
   if (results.size() > 1) print_comparison(results);
   if (!options.json_out.empty()) {
-    write_json_atomically(options.json_out, results.size() == 1
-                                                ? results.front()
-                                                : nlohmann::json{{"variants", results}});
+    const nlohmann::json doc =
+        results.size() == 1 ? results.front() : nlohmann::json{{"variants", results}};
+    write_file_atomically(options.json_out, doc.dump(2) + "\n");
+    std::fprintf(stderr, "wrote %s\n", options.json_out.c_str());
   }
   return 0;
 }

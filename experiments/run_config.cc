@@ -3,8 +3,13 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <utility>
 
+#include "experiments/output_paths.h"
+#include "policy/run_policy.h"
+#include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
+#include "runtime/core/quote.h"
 
 namespace h2oflex {
 
@@ -20,7 +25,7 @@ T scalar(const YAML::Node& node, const std::string& key, const std::string& sour
                                     : std::is_integral_v<T>       ? "an integer"
                                     : std::is_floating_point_v<T> ? "a number"
                                                                   : "a string",
-                                    ", got '", YAML::Dump(node), "'"));
+                                    ", got ", quote_excerpt(YAML::Dump(node))));
   }
 }
 
@@ -29,7 +34,9 @@ void check_keys(const YAML::Node& node, const std::set<std::string>& allowed,
   H2OFLEX_INPUT_CHECK(node.IsMap(), source, ": ", where.empty() ? "the config" : where,
                       " must be a mapping");
   for (const auto& kv : node) {
-    const std::string key = kv.first.as<std::string>();
+    H2OFLEX_INPUT_CHECK(kv.first.IsScalar(), source, ": ", where.empty() ? "the config" : where,
+                        " has a key that is not a name (line ", kv.first.Mark().line + 1, ")");
+    const std::string key = kv.first.Scalar();
     if (allowed.count(key) == 0) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -64,9 +71,14 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
+  H2OFLEX_INPUT_CHECK(root.IsMap(), "--set ", assignment, ": the config is not a mapping");
   // yaml-cpp nodes are handles: walk by reassigning copies that alias the tree.
   std::vector<YAML::Node> path{root};
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    // A scalar or a list cannot take a key (yaml-cpp would throw a bare exception).
+    const YAML::Node existing = std::as_const(path.back())[parts[i]];
+    H2OFLEX_INPUT_CHECK(!existing.IsDefined() || existing.IsNull() || existing.IsMap(), "--set ",
+                        assignment, ": '", parts[i], "' holds a value, not a mapping of keys");
     YAML::Node child = path.back()[parts[i]];
     if (!child.IsDefined() || child.IsNull()) {
       path.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
@@ -146,7 +158,15 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   }
   // Absent keys yield invalid yaml-cpp nodes, which must not be assigned.
   if (root["policy"]) c.policy = root["policy"];
-  if (root["hardware"]) c.hardware = root["hardware"];
+  if (root["hardware"]) {
+    c.hardware = root["hardware"];
+    // Checked here, with or without a policy: a typo'd key or a bad size must not pass unseen.
+    try {
+      policy::parse_hardware_limits(c.hardware, "hardware");
+    } catch (const InputError& e) {
+      throw InputError(detail::concat(source, ": ", e.what()));
+    }
+  }
   c.kv_policy = parse_kv(root["kv"], source);
   c.kv = c.kv_policy.resolve(c.prompt_len, c.gen_len);
   return c;
@@ -154,16 +174,8 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
 
 namespace {
 
-YAML::Node load_yaml_file(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  H2OFLEX_INPUT_CHECK(in.good(), "cannot read config file '", path, "'");
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw InputError(detail::concat(path, ": malformed YAML at line ", e.mark.line + 1, ", column ",
-                                    e.mark.column + 1, ": ", e.msg));
-  }
+YAML::Node load_config_root(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = policy::load_yaml_file(path, "config file");
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   for (const auto& o : overrides) apply_override(root, o);
   return root;
@@ -172,7 +184,9 @@ YAML::Node load_yaml_file(const std::string& path, const std::vector<std::string
 // Replaces keys of `base` by those of `patch`, descending into mappings present in both.
 void merge_into(YAML::Node base, const YAML::Node& patch) {
   for (const auto& kv : patch) {
-    const std::string key = kv.first.as<std::string>();
+    H2OFLEX_INPUT_CHECK(kv.first.IsScalar(), "variants: a key in set: is not a name (line ",
+                        kv.first.Mark().line + 1, ")");
+    const std::string key = kv.first.Scalar();
     if (kv.second.IsMap() && base[key] && base[key].IsMap()) {
       merge_into(base[key], kv.second);
     } else {
@@ -181,18 +195,11 @@ void merge_into(YAML::Node base, const YAML::Node& patch) {
   }
 }
 
-}  // namespace
-
-RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
-  const auto configs = load_run_config_variants(path, overrides);
-  H2OFLEX_INPUT_CHECK(configs.size() == 1, path, ": has ", configs.size(),
-                      " variants where one config is expected");
-  return configs.front();
-}
-
-std::vector<RunConfig> load_run_config_variants(const std::string& path,
-                                                const std::vector<std::string>& overrides) {
-  YAML::Node root = load_yaml_file(path, overrides);
+// `label` names the config in messages (the file, or the file with the --set that broke it).
+std::vector<RunConfig> load_variants(const std::string& path,
+                                     const std::vector<std::string>& overrides,
+                                     const std::string& label) {
+  YAML::Node root = load_config_root(path, overrides);
   // A relative hardware profile path is relative to the config file.
   auto resolve = [&](RunConfig c) {
     const std::filesystem::path hp(c.hardware_profile);
@@ -201,9 +208,9 @@ std::vector<RunConfig> load_run_config_variants(const std::string& path,
     }
     return c;
   };
-  if (!root.IsMap() || !root["variants"]) return {resolve(parse_run_config(root, path))};
+  if (!root.IsMap() || !root["variants"]) return {resolve(parse_run_config(root, label))};
   const YAML::Node variants = root["variants"];
-  H2OFLEX_INPUT_CHECK(variants.IsSequence() && variants.size() > 0, path,
+  H2OFLEX_INPUT_CHECK(variants.IsSequence() && variants.size() > 0, label,
                       ": variants must be a non-empty list of {name, set}");
   YAML::Node base = YAML::Clone(root);
   base.remove("variants");
@@ -211,22 +218,81 @@ std::vector<RunConfig> load_run_config_variants(const std::string& path,
   for (size_t i = 0; i < variants.size(); ++i) {
     const YAML::Node v = variants[i];
     const std::string where = detail::concat("variants[", i, "]");
-    check_keys(v, {"name", "set"}, where, path);
+    check_keys(v, {"name", "set"}, where, label);
     YAML::Node cfg = YAML::Clone(base);
     if (v["set"]) {
-      H2OFLEX_INPUT_CHECK(v["set"].IsMap(), path, ": ", where, ".set must be a mapping");
+      H2OFLEX_INPUT_CHECK(v["set"].IsMap(), label, ": ", where, ".set must be a mapping");
       merge_into(cfg, v["set"]);
     }
     if (v["name"]) cfg["name"] = v["name"];
-    out.push_back(resolve(parse_run_config(cfg, detail::concat(path, " (", where, ")"))));
+    out.push_back(resolve(parse_run_config(cfg, detail::concat(label, " (", where, ")"))));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<RunConfig> with_overrides_named(
+    const std::string& source, const std::vector<std::string>& overrides,
+    const std::function<std::vector<RunConfig>(const std::vector<std::string>&,
+                                               const std::string&)>& parse) {
+  try {
+    return parse(overrides, source);
+  } catch (const InputError&) {
+    if (overrides.empty()) throw;
+    // The base alone failing is the file's own fault: report that error as it was.
+    try {
+      parse({}, source);
+    } catch (const InputError&) {
+      throw;
+    }
+    // Else the first --set after which it fails is the culprit.
+    std::vector<std::string> applied;
+    for (const std::string& o : overrides) {
+      applied.push_back(o);
+      try {
+        parse(applied, source);
+      } catch (const InputError&) {
+        parse(applied, detail::concat("--set ", o, " (over ", source, ")"));
+      }
+    }
+    throw;
+  }
+}
+
+std::vector<RunConfig> load_run_config_variants(const std::string& path,
+                                                const std::vector<std::string>& overrides) {
+  return with_overrides_named(
+      path, overrides, [&](const std::vector<std::string>& applied, const std::string& label) {
+        return load_variants(path, applied, label);
+      });
+}
+
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides) {
+  const auto configs = load_run_config_variants(path, overrides);
+  H2OFLEX_INPUT_CHECK(configs.size() == 1, path, ": has ", configs.size(),
+                      " variants where one config is expected");
+  return configs.front();
+}
+
+void check_run_paths(const RunConfig& c) {
+  if (!c.has_hardware()) return;
+  const policy::HardwareLimits limits = policy::parse_hardware_limits(c.hardware, "hardware");
+  if (!limits.disk_path.empty()) {
+    check_writable_directory(limits.disk_path, c.source + ": hardware.disk_path");
+  }
 }
 
 bool cpu_has_native_bf16() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
+#if defined(__clang__) && __clang_major__ < 16
+  // Older clang knows no "amx-bf16" name (the fuzz builds use it); AMX machines have
+  // AVX512-BF16 as well.
+  return __builtin_cpu_supports("avx512bf16");
+#else
   return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#endif
 #else
   return false;
 #endif

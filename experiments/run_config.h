@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
 std::vector<RunConfig> load_run_config_variants(const std::string& path,
                                                 const std::vector<std::string>& overrides);
 void apply_override(YAML::Node& root, const std::string& assignment);
+// Runs `parse(overrides, source)`. When that fails but the config without overrides is good, the
+// error comes again from the first override that breaks it, labelled "--set KEY=VALUE (over
+// SOURCE)", so a bad --set is not blamed on the file.
+std::vector<RunConfig> with_overrides_named(
+    const std::string& source, const std::vector<std::string>& overrides,
+    const std::function<std::vector<RunConfig>(const std::vector<std::string>&,
+                                               const std::string&)>& parse);
+// Checks made on the file system before a run starts: hardware.disk_path, when given, must be
+// an existing directory this process can create files in. Throws InputError naming the key.
+void check_run_paths(const RunConfig& config);
 
 // Resolves compute_dtype "auto": bf16 on a GPU and where the CPU has native bf16 matrix
 // instructions (AMX or AVX512-BF16), else f32.

@@ -137,15 +137,7 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
 }
 
 HardwareProfile load_hardware_profile(const std::string& path) {
-  std::ifstream in(path);
-  H2OFLEX_INPUT_CHECK(in.good(), path, ": cannot open hardware profile");
-  YAML::Node node;
-  try {
-    node = YAML::Load(in);
-  } catch (const YAML::Exception& e) {
-    throw InputError(detail::concat(path, ": not valid YAML: ", e.what()));
-  }
-  return parse_hardware_profile(node, path);
+  return parse_hardware_profile(load_yaml_file(path, "hardware profile"), path);
 }
 
 std::string hardware_profile_to_yaml(const HardwareProfile& hw) {

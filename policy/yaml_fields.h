@@ -29,4 +29,12 @@ std::string read_string(const YAML::Node& node, const std::string& path);
 // A byte size: a plain integer or a string like "16GiB".
 uint64_t read_byte_size(const YAML::Node& node, const std::string& path);
 
+// Parses YAML text (`source` names it in messages). Throws InputError with line and column when
+// it is malformed, and naming both places when a mapping holds a key twice (yaml-cpp would keep
+// the first silently, so a later correction in the same file would be ignored).
+YAML::Node parse_yaml_text(const std::string& text, const std::string& source);
+// Reads and parses a YAML file; `what` ("config file", "hardware profile") names it in messages
+// when it is missing, a directory or unreadable.
+YAML::Node load_yaml_file(const std::string& path, const std::string& what);
+
 }  // namespace h2oflex::policy

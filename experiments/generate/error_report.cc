@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "runtime/core/error.h"
 
@@ -18,6 +20,26 @@ std::string errors_path_for(const std::string& output_path) {
   std::string base = output_path;
   if (base.size() > 6 && base.substr(base.size() - 6) == ".jsonl") base.resize(base.size() - 6);
   return base + ".errors.jsonl";
+}
+
+void check_error_report_replaceable(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  H2OFLEX_INPUT_CHECK(std::filesystem::is_regular_file(path, ec), "error report '", path,
+                      "' exists and is not a regular file; choose another --output");
+  std::ifstream in(path, std::ios::binary);
+  H2OFLEX_INPUT_CHECK(in.good(), "cannot read the existing error report '", path,
+                      "': ", std::strerror(errno));
+  std::string text;
+  for (int64_t n = 1; std::getline(in, text); ++n) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    const bool ours = j.is_object() && j.contains("line") && j["line"].is_number_integer() &&
+                      j.contains("error") && j["error"].is_string() &&
+                      j.size() == (j.contains("id") ? 3u : 2u);
+    H2OFLEX_INPUT_CHECK(ours, "'", path, "' line ", n,
+                        " is not an entry of a generate error report; refusing to overwrite a "
+                        "file this job did not write (choose another --output)");
+  }
 }
 
 void write_error_report(const std::string& path, std::vector<LineError> errors) {

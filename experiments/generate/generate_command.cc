@@ -11,11 +11,14 @@
 #include <fstream>
 
 #include "experiments/generate/block_engine.h"
+#include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
 #include "experiments/generate/stop_signal.h"
 #include "experiments/model_source.h"
+#include "experiments/output_paths.h"
 #include "experiments/run_config.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/timer.h"
 
@@ -29,24 +32,17 @@ namespace fs = std::filesystem;
 constexpr int kDefaultBatchSize = 16;
 constexpr int kDefaultMaxNewTokens = 32;
 
-// The run config as YAML: the file (or nothing), --set overrides, --model, then generate's
-// defaults for keys still absent.
-YAML::Node job_config_root(const GenerateJobOptions& o, std::string& source) {
+// The run config as YAML: the file (or nothing), `overrides`, --model, then generate's defaults
+// for keys still absent. `source` names it in messages.
+YAML::Node job_config_root(const GenerateJobOptions& o, const std::vector<std::string>& overrides,
+                           const std::string& source) {
   YAML::Node root(YAML::NodeType::Map);
-  source = o.config_path.empty() ? std::string("generate defaults") : o.config_path;
   if (!o.config_path.empty()) {
-    std::ifstream probe(o.config_path);
-    H2OFLEX_INPUT_CHECK(probe.good(), "cannot read config file '", o.config_path, "'");
-    try {
-      root = YAML::LoadFile(o.config_path);
-    } catch (const YAML::Exception& e) {
-      throw InputError(detail::concat(o.config_path, ": malformed YAML at line ", e.mark.line + 1,
-                                      ", column ", e.mark.column + 1, ": ", e.msg));
-    }
+    root = policy::load_yaml_file(o.config_path, "config file");
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    H2OFLEX_INPUT_CHECK(root.IsMap(), o.config_path, ": the config must be a mapping");
+    H2OFLEX_INPUT_CHECK(root.IsMap(), source, ": the config must be a mapping");
   }
-  for (const auto& assignment : o.overrides) apply_override(root, assignment);
+  for (const auto& assignment : overrides) apply_override(root, assignment);
   H2OFLEX_INPUT_CHECK(!root["variants"], source,
                       ": generate runs one configuration; drop variants: and choose its keys with "
                       "--set (e.g. --set kv.policy=full)");
@@ -56,7 +52,9 @@ YAML::Node job_config_root(const GenerateJobOptions& o, std::string& source) {
   H2OFLEX_INPUT_CHECK(root["model"], "generate needs a model: --model DIR (or model: in ", source,
                       ")");
   // A directory holds real weights unless the config asks for dummy ones explicitly.
-  if (!root["dummy"] && fs::is_directory(root["model"].as<std::string>())) root["dummy"] = false;
+  if (!root["dummy"] && root["model"].IsScalar() && fs::is_directory(root["model"].Scalar())) {
+    root["dummy"] = false;
+  }
   if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
   if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
   if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
@@ -70,11 +68,12 @@ void check_paths(const GenerateJobOptions& o) {
                       "' does not exist or is not a file");
   std::ifstream in(o.input);
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read input file '", o.input, "': ", std::strerror(errno));
-  const fs::path parent = fs::absolute(o.output).parent_path();
-  H2OFLEX_INPUT_CHECK(fs::is_directory(parent), "output directory '", parent.string(),
-                      "' does not exist");
-  H2OFLEX_INPUT_CHECK(fs::absolute(o.input) != fs::absolute(o.output),
-                      "--input and --output are the same file");
+  const std::string errors = generate::errors_path_for(o.output);
+  check_output_paths({{"--input", o.input}, {"--config", o.config_path}},
+                     {{"--output", o.output},
+                      {"the error report of --output", errors},
+                      {"--json", o.summary_json}});
+  generate::check_error_report_replaceable(errors);
 }
 
 BpeTokenizer load_job_tokenizer(const std::string& model) {
@@ -88,9 +87,17 @@ BpeTokenizer load_job_tokenizer(const std::string& model) {
 
 int run_generate(const GenerateJobOptions& options) {
   check_paths(options);
-  std::string source;
-  const YAML::Node root = job_config_root(options, source);
-  const RunConfig config = parse_run_config(root, source);
+  const std::string source =
+      options.config_path.empty() ? std::string("generate defaults") : options.config_path;
+  YAML::Node root;
+  const RunConfig config =
+      with_overrides_named(source, options.overrides,
+                           [&](const std::vector<std::string>& applied, const std::string& label) {
+                             root = job_config_root(options, applied, label);
+                             return std::vector<RunConfig>{parse_run_config(root, label)};
+                           })
+          .front();
+  check_run_paths(config);
   const BpeTokenizer tokenizer = load_job_tokenizer(config.model);
 
   Stopwatch load_watch;
@@ -157,9 +164,7 @@ int run_generate(const GenerateJobOptions& options) {
     j["load_s"] = load_s;
     j["plan_prompt_tokens"] = s.cost.prompt_tokens;
     j["plan_padded_prompt_tokens"] = s.cost.padded_prompt_tokens;
-    std::ofstream out(options.summary_json);
-    H2OFLEX_INPUT_CHECK(out.good(), "cannot write '", options.summary_json, "'");
-    out << j.dump(2) << "\n";
+    write_file_atomically(options.summary_json, j.dump(2) + "\n");
   }
   return 0;
 }

@@ -23,7 +23,11 @@ JobInput read_job_input(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read input file '", path, "': ", std::strerror(errno));
   JobInput job;
-  std::unordered_map<std::string, int64_t> first_line;  // id -> line it was first seen on
+  struct FirstSeen {
+    int64_t line;
+    bool numeric;
+  };
+  std::unordered_map<std::string, FirstSeen> first_seen;  // id -> where it was first seen
   std::string text;
   while (std::getline(in, text)) {
     ++job.lines;
@@ -36,10 +40,16 @@ JobInput read_job_input(const std::string& path) {
       continue;
     }
     GenerateRequest& r = *parsed.request;
-    auto [it, inserted] = first_line.emplace(r.id, r.line);
+    auto [it, inserted] = first_seen.emplace(r.id, FirstSeen{r.line, r.numeric_id});
     if (!inserted) {
+      // An integer id becomes its digits, so 42 and "42" collide: say so, or it looks wrong.
+      const std::string same = it->second.numeric == r.numeric_id
+                                   ? ""
+                                   : detail::concat("; the integer ", r.id, " and the string \"",
+                                                    r.id, "\" are the same id");
       job.errors.push_back(LineError{
-          r.line, r.id, detail::concat("duplicate id (first seen on line ", it->second, ")")});
+          r.line, r.id,
+          detail::concat("duplicate id (first seen on line ", it->second.line, ")", same)});
       continue;
     }
     job.requests.push_back(std::move(r));

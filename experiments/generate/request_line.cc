@@ -21,7 +21,8 @@ bool absent(const json& obj, const char* key) {
   return it == obj.end() || it->is_null();
 }
 
-std::string read_id(const json& value, const std::string& key) {
+std::string read_id(const json& value, const std::string& key, bool& numeric) {
+  numeric = value.is_number_integer();
   if (value.is_string()) {
     std::string id = value.get<std::string>();
     if (id.empty()) throw FieldError{"'" + key + "' is empty"};
@@ -104,7 +105,7 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
 
 void read_batch_line(const json& line, GenerateRequest& r) {
   if (absent(line, "custom_id")) throw FieldError{"missing 'custom_id'"};
-  r.id = read_id(line["custom_id"], "custom_id");
+  r.id = read_id(line["custom_id"], "custom_id", r.numeric_id);
   if (!absent(line, "method")) {
     const json& m = line["method"];
     if (!m.is_string() || m.get<std::string>() != "POST") {
@@ -134,7 +135,8 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, or out_of_range for a number beyond double (1e400) anywhere in the line.
     // Drop the library's "[json.exception.parse_error.101] " tag; keep position and cause.
     std::string msg = e.what();
     if (const size_t close = msg.find("] ");
@@ -156,7 +158,7 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
       read_batch_line(doc, r);
     } else {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
-      r.id = read_id(doc["id"], "id");
+      r.id = read_id(doc["id"], "id", r.numeric_id);
       read_options(doc, "", "max_new_tokens", r);
     }
   } catch (const FieldError& e) {

@@ -21,6 +21,7 @@ struct GenerateRequest {
   std::optional<float> top_p;         // absent: the run config's top_p
   std::vector<std::string> stop;      // the text is cut before the first of these
   int64_t line = 0;                   // 1-based line number in the input file
+  bool numeric_id = false;            // the id was written as an integer (42, not "42")
 };
 
 // A line that is not a valid request: why, and its id when one could be read.

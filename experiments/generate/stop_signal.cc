@@ -1,5 +1,7 @@
 #include "experiments/generate/stop_signal.h"
 
+#include <unistd.h>
+
 #include <csignal>
 
 namespace h2oflex::generate {
@@ -17,6 +19,12 @@ extern "C" void on_stop_signal(int sig) {
   sigemptyset(&dfl.sa_mask);
   sigaction(SIGINT, &dfl, nullptr);
   sigaction(SIGTERM, &dfl, nullptr);
+  // Said now, not after the block: the user must know the job heard them and that pressing
+  // Ctrl-C again kills it (write() is async-signal-safe; its result cannot be acted on here).
+  static const char kMessage[] =
+      "\ngenerate: stopping after the block in flight; a second signal ends the job at once "
+      "(run the same command again to resume)\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
 }
 
 }  // namespace

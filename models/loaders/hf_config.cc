@@ -74,7 +74,7 @@ HfOptConfig read_hf_opt_config(const fs::path& path) {
   json doc;
   try {
     doc = json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(detail::concat("'", file.string(), "': malformed JSON: ", e.what()));
   }
   if (!doc.is_object()) {

@@ -10,12 +10,14 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
 #include "runtime/core/half.h"
+#include "runtime/core/quote.h"
 
 namespace h2oflex {
 namespace {
@@ -99,7 +101,7 @@ json parse_json_file(const fs::path& file, std::string_view what) {
   text << in.rdbuf();
   try {
     return json::parse(text.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(detail::concat(quoted(file), ": malformed ", what, ": ", e.what()));
   }
 }
@@ -114,6 +116,47 @@ uint64_t checked_numel_bytes(const Shape& shape, DType dtype, const fs::path& fi
     }
   }
   return total;
+}
+
+// nlohmann keeps the last of two equal keys; in a header that silently drops a tensor entry, so
+// a key seen twice in one object is an error naming it.
+json parse_without_duplicate_keys(const std::string& text, const fs::path& file) {
+  std::vector<std::set<std::string>> open_objects;
+  const json::parser_callback_t check = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      open_objects.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      open_objects.pop_back();
+    } else if (event == json::parse_event_t::key && !open_objects.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second) {
+        throw InputError(detail::concat(quoted(file), ": the header holds the key ",
+                                        quote_excerpt(key), " twice"));
+      }
+    }
+    return true;
+  };
+  return json::parse(text, check);
+}
+
+// Two tensors whose bytes overlap would read each other's data; empty tensors overlap nothing.
+void reject_overlaps(std::span<TensorInfo> tensors, const fs::path& file) {
+  std::vector<const TensorInfo*> by_offset;
+  for (const TensorInfo& t : tensors) {
+    if (t.nbytes > 0) by_offset.push_back(&t);
+  }
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const TensorInfo& prev = *by_offset[i - 1];
+    const TensorInfo& cur = *by_offset[i];
+    if (prev.offset + prev.nbytes > cur.offset) {
+      throw InputError(detail::concat(
+          quoted(file), ": tensors '", prev.name, "' (bytes ", prev.offset, " to ",
+          prev.offset + prev.nbytes, ") and '", cur.name, "' (bytes ", cur.offset, " to ",
+          cur.offset + cur.nbytes, ") overlap: their data_offsets share bytes"));
+    }
+  }
 }
 
 }  // namespace
@@ -219,8 +262,8 @@ void SafetensorsReader::add_file(const fs::path& file) {
   pread_exact(fd, text.data(), header_len, 8, file, "the header");
   json header;
   try {
-    header = json::parse(text);
-  } catch (const json::parse_error& e) {
+    header = parse_without_duplicate_keys(text, file);
+  } catch (const json::exception& e) {
     throw InputError(
         detail::concat(quoted(file), ": malformed safetensors header JSON: ", e.what()));
   }
@@ -230,7 +273,11 @@ void SafetensorsReader::add_file(const fs::path& file) {
 
   const uint64_t data_start = 8 + header_len;
   const uint64_t data_size = file_size - data_start;
-  for (const auto& [name, entry] : header.items()) {
+  const size_t first_of_file = tensors_.size();
+  for (const auto& item : header.items()) {
+    // Named variables, not a structured binding: the lambda below captures `name`.
+    const std::string& name = item.key();
+    const json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](std::string_view why) {
       return InputError(detail::concat(quoted(file), ": tensor '", name, "': ", why));
@@ -274,6 +321,7 @@ void SafetensorsReader::add_file(const fs::path& file) {
     info.offset = data_start + begin;
     tensors_.push_back(std::move(info));
   }
+  reject_overlaps(std::span(tensors_).subspan(first_of_file), file);
 }
 
 void SafetensorsReader::finish() {

@@ -13,6 +13,7 @@
 #include "models/tokenizer/tokenizer_files.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/core/error.h"
+#include "runtime/core/quote.h"
 
 namespace h2oflex {
 
@@ -86,12 +87,12 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
   for (const AddedToken& t : files.added) {
     const auto it = token_to_id.find(t.content);
     if (it != token_to_id.end()) {
-      H2OFLEX_INPUT_CHECK(it->second == t.id, "tokenizer file ", source, ": added token '",
-                          t.content, "' has id ", t.id, " but the vocabulary gives it ",
-                          it->second);
+      H2OFLEX_INPUT_CHECK(it->second == t.id, "tokenizer file ", source, ": added token ",
+                          quote_excerpt(t.content), " has id ", t.id,
+                          " but the vocabulary gives it ", it->second);
     } else {
-      H2OFLEX_INPUT_CHECK(!has_token[t.id], "tokenizer file ", source, ": added token '", t.content,
-                          "' reuses id ", t.id);
+      H2OFLEX_INPUT_CHECK(!has_token[t.id], "tokenizer file ", source, ": added token ",
+                          quote_excerpt(t.content), " reuses id ", t.id);
       token_to_id.emplace(t.content, t.id);
       has_token[t.id] = true;
     }
@@ -117,11 +118,13 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
     const MergeRule& m = files.merges[rank];
     const auto left = token_to_id.find(m.left);
     const auto right = token_to_id.find(m.right);
-    H2OFLEX_INPUT_CHECK(left != token_to_id.end(), m.where, ": unknown token '", m.left, "'");
-    H2OFLEX_INPUT_CHECK(right != token_to_id.end(), m.where, ": unknown token '", m.right, "'");
+    H2OFLEX_INPUT_CHECK(left != token_to_id.end(), m.where, ": unknown token ",
+                        quote_excerpt(m.left));
+    H2OFLEX_INPUT_CHECK(right != token_to_id.end(), m.where, ": unknown token ",
+                        quote_excerpt(m.right));
     const auto merged = token_to_id.find(m.left + m.right);
-    H2OFLEX_INPUT_CHECK(merged != token_to_id.end(), m.where, ": merged token '", m.left + m.right,
-                        "' is not in the vocabulary");
+    H2OFLEX_INPUT_CHECK(merged != token_to_id.end(), m.where, ": merged token ",
+                        quote_excerpt(m.left + m.right), " is not in the vocabulary");
     // A repeated rule keeps its last rank, as Hugging Face and GPT-2's encoder.py do.
     merges[pair_key(left->second, right->second)] = {int32_t(rank), merged->second};
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/error.h"
+#include "runtime/core/quote.h"
 
 namespace h2oflex::tokenizer {
 namespace {
@@ -30,7 +31,7 @@ json parse_json(const std::filesystem::path& file) {
   const std::string text = read_file(file);
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InputError(
         detail::concat("tokenizer file ", file.string(), ": malformed JSON: ", e.what()));
   }
@@ -44,14 +45,14 @@ std::vector<std::pair<std::string, int32_t>> parse_vocab(const json& vocab,
   out.reserve(vocab.size());
   std::unordered_map<int64_t, std::string> seen;
   for (const auto& [token, id] : vocab.items()) {
-    H2OFLEX_INPUT_CHECK(id.is_number_integer(), where, ": id of token '", token,
-                        "' is not an integer");
+    H2OFLEX_INPUT_CHECK(id.is_number_integer(), where, ": id of token ", quote_excerpt(token),
+                        " is not an integer");
     const int64_t value = id.get<int64_t>();
     H2OFLEX_INPUT_CHECK(value >= 0 && value <= std::numeric_limits<int32_t>::max(), where, ": id ",
-                        value, " of token '", token, "' is out of range");
+                        value, " of token ", quote_excerpt(token), " is out of range");
     const auto [it, fresh] = seen.emplace(value, token);
-    H2OFLEX_INPUT_CHECK(fresh, where, ": id ", value, " is used by both '", it->second, "' and '",
-                        token, "'");
+    H2OFLEX_INPUT_CHECK(fresh, where, ": id ", value, " is used by both ",
+                        quote_excerpt(it->second), " and ", quote_excerpt(token));
     out.emplace_back(token, static_cast<int32_t>(value));
   }
   return out;
@@ -62,8 +63,8 @@ MergeRule parse_merge_line(std::string_view line, std::string where) {
   const size_t space = line.find(' ');
   H2OFLEX_INPUT_CHECK(space != std::string_view::npos && space > 0 && space + 1 < line.size() &&
                           line.find(' ', space + 1) == std::string_view::npos,
-                      where, ": a merge must be two tokens separated by one space, got '", line,
-                      "'");
+                      where, ": a merge must be two tokens separated by one space, got ",
+                      quote_excerpt(line));
   return {std::string(line.substr(0, space)), std::string(line.substr(space + 1)),
           std::move(where)};
 }

@@ -191,9 +191,9 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
   };
   auto fail = [&](const Slot& s, const std::string& why) {
     if (error.empty()) {
-      error = detail::concat("I/O error: ", op, " of ", s.len, " bytes at offset ", s.offset,
-                             " in '", file.path(), "' failed: ", why, " (transfer of ", length,
-                             " bytes at offset ", offset, ")");
+      error = detail::concat(op, " of ", s.len, " bytes at offset ", s.offset, " in '", file.path(),
+                             "' failed: ", why, " (transfer of ", length, " bytes at offset ",
+                             offset, ")");
     }
   };
 

@@ -25,9 +25,9 @@ void read_span_for_patch(IoEngine& io, const DiskFile& file, uint64_t begin, cha
   const size_t got = io.read_upto(file, begin, buf, len);
   if (got < len) std::memset(buf + got, 0, len - got);
   if (need_data && begin + got < needed_end) {
-    throw IoError(detail::concat("I/O error: read of ", len, " bytes at offset ", begin, " in '",
-                                 file.path(), "' failed: unexpected end of file at offset ",
-                                 begin + got, " (needed data up to offset ", needed_end,
+    throw IoError(detail::concat("read of ", len, " bytes at offset ", begin, " in '", file.path(),
+                                 "' failed: unexpected end of file at offset ", begin + got,
+                                 " (needed data up to offset ", needed_end,
                                  "; the file is shorter than expected)"));
   }
 }

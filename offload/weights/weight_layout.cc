@@ -1,8 +1,11 @@
 #include "offload/weights/weight_layout.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -76,6 +79,36 @@ ParsedIndex read_index(const std::string& path) {
   }
 }
 
+// An exclusive flock on a layout directory, held while the layout is (re)built, so two runs
+// building the same layout do not write one file at once. Released when the process dies.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& dir) : dir_(dir) {
+    fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0)
+      throw IoError(detail::concat("opening '", dir, "' to lock it: ", std::strerror(errno)));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    if (errno != EWOULDBLOCK) fail("locking");
+    std::fprintf(stderr, "weights: another run is building the layout in '%s'; waiting ...\n",
+                 dir.c_str());
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) fail("locking");
+    }
+  }
+  ~DirectoryLock() { ::close(fd_); }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  [[noreturn]] void fail(const char* what) {
+    const std::string why = std::strerror(errno);
+    ::close(fd_);
+    throw IoError(detail::concat(what, " '", dir_, "': ", why));
+  }
+  std::string dir_;
+  int fd_ = -1;
+};
+
 }  // namespace
 
 void check_weight_checksum(const WeightRecord& record, const std::string& file, const void* data) {
@@ -92,17 +125,28 @@ void check_weight_checksum(const WeightRecord& record, const std::string& file, 
 void WeightLayout::write(const std::string& directory, const std::string& model_key,
                          const std::vector<TensorSpec>& specs, const TensorProducer& producer,
                          const WeightLayoutOptions& options) {
-  fs::create_directories(directory);
   const std::string index_path = directory + "/" + kIndexFile;
   const std::string data_path = directory + "/" + kDataFile;
+  const std::string data_tmp = data_path + ".tmp";
   fs::remove(index_path);  // no index until the data is complete
-  auto file = DiskFile::open(data_path, FileOpen::CreateTruncate);
+  fs::remove(data_path);   // the old data is stale: do not hold two copies on the disk
+  // Whatever stops the build (a full disk, a failing producer) must not leave a partial data
+  // file filling the disk: it is removed, and only a complete one is renamed into place.
+  struct RemoveOnFailure {
+    const std::string& path;
+    bool armed = true;
+    ~RemoveOnFailure() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } cleanup{data_tmp};
+  auto file = DiskFile::open(data_tmp, FileOpen::CreateTruncate);
   const uint64_t align = std::max<uint64_t>(options.alignment, file->block());
   // The chunk is a multiple of the alignment and of every element size (all divide 4096).
   const size_t chunk =
       static_cast<size_t>(std::max<uint64_t>(up(options.chunk_bytes, align), align));
   AlignedBuffer buffer(chunk);
   IoEngine io(options.io);
+  if (options.fault_hook) io.set_fault_hook(options.fault_hook);
   io.register_buffer(buffer.data(), buffer.size());
 
   nlohmann::json tensors = nlohmann::json::array();
@@ -133,6 +177,12 @@ void WeightLayout::write(const std::string& directory, const std::string& model_
   }
   file->truncate(offset);
   file->sync();
+  file.reset();
+  if (std::rename(data_tmp.c_str(), data_path.c_str()) != 0) {
+    throw IoError(
+        detail::concat("renaming '", data_tmp, "' to '", data_path, "': ", std::strerror(errno)));
+  }
+  cleanup.armed = false;
 
   nlohmann::json index = {{"format_version", kFormatVersion},
                           {"model_key", model_key},
@@ -146,7 +196,11 @@ void WeightLayout::write(const std::string& directory, const std::string& model_
     std::ofstream out(tmp, std::ios::trunc);
     out << index.dump(1) << "\n";
     out.flush();
-    if (!out) throw IoError(detail::concat("cannot write weight layout index '", tmp, "'"));
+    if (!out) {
+      out.close();
+      ::unlink(tmp.c_str());
+      throw IoError(detail::concat("cannot write weight layout index '", tmp, "'"));
+    }
   }
   fs::rename(tmp, index_path);
 }
@@ -175,28 +229,46 @@ std::unique_ptr<WeightLayout> WeightLayout::open_or_build(const std::string& dir
                                                           const TensorProducer& producer,
                                                           WeightLayoutOptions options,
                                                           bool* rebuilt) {
-  const std::string index_path = directory + "/" + kIndexFile;
-  std::string reason = "no index";
-  if (fs::exists(index_path)) {
-    try {
-      auto layout = open(directory);
-      if (layout->model_key() != model_key) {
-        reason = detail::concat("model key '", layout->model_key(), "' != '", model_key, "'");
-      } else if (!same_specs(layout->records(), specs)) {
-        reason = "same model key but a different tensor list";
-      } else {
-        if (rebuilt) *rebuilt = false;
-        return layout;
-      }
-    } catch (const std::exception& e) {
-      reason = e.what();
-    }
+  std::string reason;
+  if (auto layout = open_if_matching(directory, model_key, specs, reason)) {
+    if (rebuilt) *rebuilt = false;
+    return layout;
+  }
+  fs::create_directories(directory);
+  const DirectoryLock lock(directory);
+  // Another run may have built it while this one waited for the lock.
+  if (auto layout = open_if_matching(directory, model_key, specs, reason)) {
+    if (rebuilt) *rebuilt = false;
+    return layout;
+  }
+  if (reason != "no index") {
     std::fprintf(stderr, "note: rebuilding the weight layout in '%s': %s\n", directory.c_str(),
                  reason.c_str());
   }
   write(directory, model_key, specs, producer, options);
   if (rebuilt) *rebuilt = true;
   return open(directory);
+}
+
+std::unique_ptr<WeightLayout> WeightLayout::open_if_matching(const std::string& directory,
+                                                             const std::string& model_key,
+                                                             const std::vector<TensorSpec>& specs,
+                                                             std::string& reason) {
+  reason = "no index";
+  if (!fs::exists(directory + "/" + kIndexFile)) return nullptr;
+  try {
+    auto layout = open(directory);
+    if (layout->model_key() != model_key) {
+      reason = detail::concat("model key '", layout->model_key(), "' != '", model_key, "'");
+    } else if (!same_specs(layout->records(), specs)) {
+      reason = "same model key but a different tensor list";
+    } else {
+      return layout;
+    }
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  return nullptr;
 }
 
 size_t WeightLayout::find(const std::string& name) const {

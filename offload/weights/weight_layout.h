@@ -2,9 +2,12 @@
 // index (name, shape, dtype, offset, size, xxh64 checksum, model key).
 //
 // Written tensor by tensor, chunk by chunk, so memory stays bounded by one chunk whatever the
-// model size. The index is written last (temp file + rename), so a layout interrupted while
-// being written has no index and is rebuilt. A layout is reused when its index names the same
-// model key and the same tensor list and the data file is complete.
+// model size. The data goes to a temp file renamed into place when complete (removed when the
+// build fails, e.g. on a full disk), and the index is written last (temp file + rename), so a
+// layout interrupted while being written has no index and is rebuilt. A layout is reused when its
+// index names the same model key and the same tensor list and the data file is complete. A build
+// holds an exclusive lock on the directory: a second run building the same layout waits for it
+// and then reuses what it wrote.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +47,7 @@ struct WeightLayoutOptions {
   size_t alignment = 4096;                // record alignment (raised to the file's block)
   size_t chunk_bytes = size_t{64} << 20;  // producer chunk: bounds memory while writing
   IoEngineOptions io;
+  std::shared_ptr<IoFaultHook> fault_hook;  // sees the writes of a build (tests inject ENOSPC)
 };
 
 class WeightLayout {
@@ -52,7 +56,8 @@ class WeightLayout {
   static constexpr const char* kIndexFile = "weights.index.json";
 
   // Opens the layout in `directory` if its index matches `model_key` and `specs`, else writes it
-  // (creating the directory). `rebuilt`, when given, tells which happened.
+  // (creating the directory) under the directory's lock. `rebuilt`, when given, tells which
+  // happened.
   static std::unique_ptr<WeightLayout> open_or_build(const std::string& directory,
                                                      const std::string& model_key,
                                                      const std::vector<TensorSpec>& specs,
@@ -77,6 +82,11 @@ class WeightLayout {
 
  private:
   WeightLayout() = default;
+  // The layout in `directory` when it matches; else null with `reason` saying why not.
+  static std::unique_ptr<WeightLayout> open_if_matching(const std::string& directory,
+                                                        const std::string& model_key,
+                                                        const std::vector<TensorSpec>& specs,
+                                                        std::string& reason);
   static void write(const std::string& directory, const std::string& model_key,
                     const std::vector<TensorSpec>& specs, const TensorProducer& producer,
                     const WeightLayoutOptions& options);

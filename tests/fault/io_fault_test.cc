@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "offload/io/io_engine.h"
 #include "offload/transfer/transfer_engine.h"
@@ -229,6 +232,109 @@ TEST(IoFaults, RealTruncatedLayoutFile) {
   EXPECT_TRUE(rebuilt);
   IoEngine io;
   layout->verify_all(io);
+}
+
+// A full disk while the layout is written: an IoError, and no partial data file left to fill the
+// disk (issue 14, defect 7).
+TEST(IoFaults, EnospcWhileWritingALayoutLeavesNoFile) {
+  TempDir dir;
+  std::vector<TensorSpec> specs = {{"a", {1000, 100}, DType::F16, 200000},
+                                   {"b", {1000, 300}, DType::F16, 600000}};
+  auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x33, out.size());
+  };
+  WeightLayoutOptions options;
+  options.chunk_bytes = 64 << 10;
+  options.fault_hook = std::make_shared<DiskFullAfter>(300000);
+  const std::string layout_dir = dir.path() + "/layout";
+  try {
+    WeightLayout::open_or_build(layout_dir, "k", specs, producer, options);
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    expect_message(e, {"No space left on device"});
+    // The CLI adds "I/O error: " itself; the message must not say it too (defect 17).
+    EXPECT_EQ(std::string(e.what()).find("I/O error"), std::string::npos) << e.what();
+  }
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(layout_dir)) {
+    left.push_back(e.path().filename().string());
+  }
+  EXPECT_TRUE(left.empty()) << "left behind: " << left.front();
+  // With room again the same call builds it.
+  bool rebuilt = false;
+  auto layout = WeightLayout::open_or_build(layout_dir, "k", specs, producer, {}, &rebuilt);
+  EXPECT_TRUE(rebuilt);
+  IoEngine io;
+  layout->verify_all(io);
+}
+
+// A build holds the directory's lock, so a second run waits and then reuses the layout instead
+// of writing the same file at once (issue 14, defect 15).
+TEST(IoFaults, LayoutBuildHoldsTheDirectoryLock) {
+  TempDir dir;
+  const std::string layout_dir = dir.path() + "/layout";
+  std::vector<TensorSpec> specs = {{"a", {64, 64}, DType::F32, 64 * 64 * 4}};
+  bool locked_while_building = false;
+  std::atomic<int> second_produced{0};
+  std::thread second;
+  auto producer = [&](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x11, out.size());
+    if (second.joinable()) return;
+    const int fd = ::open(layout_dir.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(fd, 0);
+    locked_while_building = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    second = std::thread([&] {
+      bool rebuilt = true;
+      WeightLayout::open_or_build(
+          layout_dir, "k", specs,
+          [&](const TensorSpec&, uint64_t, std::span<std::byte> o) {
+            ++second_produced;
+            std::memset(o.data(), 0x22, o.size());
+          },
+          {}, &rebuilt);
+      EXPECT_FALSE(rebuilt);
+    });
+  };
+  WeightLayout::open_or_build(layout_dir, "k", specs, producer);
+  second.join();
+  EXPECT_TRUE(locked_while_building);
+  EXPECT_EQ(second_produced.load(), 0) << "the second run wrote the layout too";
+}
+
+// EIO and a short read while a disk-homed weight is fetched for a decode step: an IoError naming
+// the layout file, and the queue still works afterwards (no hang).
+TEST(IoFaults, DiskWeightFetchDuringDecodeFailsCleanly) {
+  TempDir dir;
+  std::vector<TensorSpec> specs = {{"a", {256, 256}, DType::F32, 256 * 256 * 4},
+                                   {"b", {256, 256}, DType::F32, 256 * 256 * 4}};
+  auto producer = [](const TensorSpec&, uint64_t, std::span<std::byte> out) {
+    std::memset(out.data(), 0x5a, out.size());
+  };
+  auto layout = WeightLayout::open_or_build(dir.path(), "k", specs, producer);
+  HostTier host(4 << 20);
+  TransferEngineOptions o;
+  o.io.chunk_bytes = 64 << 10;
+  TransferEngine engine(o);
+  WeightStore store(*layout, engine, {nullptr, &host, nullptr}, {TierKind::Disk, TierKind::Disk},
+                    false);
+  void* dst = host.allocate(specs[1].bytes);
+  const uint64_t b_offset = layout->record(1).offset;
+  for (const auto& [hook, needle] :
+       std::vector<std::pair<std::shared_ptr<IoFaultHook>, std::string>>{
+           {std::make_shared<EioOnNth>(2), "Input/output error"},
+           {std::make_shared<EndsAt>(b_offset + 100000), "unexpected end of file"}}) {
+    engine.set_fault_hook(hook);
+    try {
+      store.fetch(1, Location::in_memory(host, dst), "decode").wait();
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const IoError& e) {
+      expect_message(e, {dir.path() + "/weights.bin", needle});
+    }
+    engine.set_fault_hook(nullptr);
+    EXPECT_NO_THROW(store.fetch(1, Location::in_memory(host, dst), "decode").wait());
+  }
+  host.free(dst);
 }
 
 TEST(IoFaults, TemporaryFilesAreRemovedOnErrorPaths) {

@@ -185,6 +185,9 @@ TEST_F(GenerateProcessTest, SigtermFinishesTheBlockAndExitsZero) {
   const int status = interrupt_after("out.jsonl", 3, SIGTERM);
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  // Told at once that the signal was heard and what a second one does (issue 14, 17).
+  EXPECT_NE(read_text(last_log()).find("a second signal ends the job at once"), std::string::npos)
+      << read_text(last_log());
   const int64_t lines = newlines(dir() / "out.jsonl");
   EXPECT_LT(lines, kRequests) << "the job ended before the signal";
   EXPECT_EQ(read_jsonl(dir() / "out.jsonl").size(), static_cast<size_t>(lines));  // all whole

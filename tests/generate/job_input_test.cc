@@ -44,6 +44,34 @@ TEST_F(JobInputTest, KeepsGoodLinesAndReportsBadOnes) {
   EXPECT_NE(in.errors[2].reason.find("missing 'prompt'"), std::string::npos);
 }
 
+// A number beyond double range, even in a key nobody reads, is that line's error (issue 14, 4).
+TEST_F(JobInputTest, NumberOutOfDoubleRangeIsALineErrorNotAnAbort) {
+  const auto file = dir() / "in.jsonl";
+  testing::write_text(file,
+                      "{\"id\": \"a\", \"prompt\": \"one\"}\n"
+                      "{\"id\": \"b\", \"prompt\": \"two\", \"unused\": 1e400}\n"
+                      "{\"id\": \"c\", \"prompt\": \"three\"}\n");
+  JobInput in;
+  ASSERT_NO_THROW(in = read_job_input(file.string()));
+  ASSERT_EQ(in.requests.size(), 2u);
+  ASSERT_EQ(in.errors.size(), 1u);
+  EXPECT_EQ(in.errors[0].line, 2);
+  EXPECT_NE(in.errors[0].reason.find("invalid JSON"), std::string::npos) << in.errors[0].reason;
+}
+
+// 42 and "42" are one id; the duplicate's message says why (issue 14, 17).
+TEST_F(JobInputTest, IntegerAndStringIdCollisionIsExplained) {
+  const auto file = dir() / "in.jsonl";
+  testing::write_text(file,
+                      "{\"id\": 42, \"prompt\": \"one\"}\n"
+                      "{\"id\": \"42\", \"prompt\": \"two\"}\n");
+  const JobInput in = read_job_input(file.string());
+  ASSERT_EQ(in.errors.size(), 1u);
+  EXPECT_NE(in.errors[0].reason.find("the integer 42 and the string \"42\" are the same id"),
+            std::string::npos)
+      << in.errors[0].reason;
+}
+
 TEST_F(JobInputTest, MissingFileIsAnInputError) {
   EXPECT_THROW(read_job_input((dir() / "absent.jsonl").string()), InputError);
   EXPECT_THROW(read_job_input(dir().string()), InputError);

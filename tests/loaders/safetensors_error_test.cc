@@ -76,6 +76,42 @@ TEST_F(SafetensorsErrors, MalformedHeaderJson) {
   EXPECT_THROW_WITH(SafetensorsReader::open(file), InputError, "malformed");
 }
 
+// Overlapping data_offsets: two tensors reading the same bytes (issue 14, defect 2).
+TEST_F(SafetensorsErrors, OverlappingDataOffsetsAreRefused) {
+  const fs::path file = dir() / "overlap.safetensors";
+  write_raw_safetensors(file,
+                        header_with("\"a\": {\"dtype\": \"F32\", \"shape\": [4], "
+                                    "\"data_offsets\": [0, 16]}, "
+                                    "\"b\": {\"dtype\": \"F32\", \"shape\": [2], "
+                                    "\"data_offsets\": [8, 16]}"),
+                        std::vector<unsigned char>(16));
+  EXPECT_THROW_WITH(SafetensorsReader::open(file), InputError, "overlap");
+  EXPECT_THROW_WITH(SafetensorsReader::open(file), InputError, "'a'");
+  // Adjacent ranges and empty tensors are fine.
+  write_raw_safetensors(file,
+                        header_with("\"a\": {\"dtype\": \"F32\", \"shape\": [2], "
+                                    "\"data_offsets\": [0, 8]}, "
+                                    "\"e\": {\"dtype\": \"F32\", \"shape\": [0], "
+                                    "\"data_offsets\": [4, 4]}, "
+                                    "\"b\": {\"dtype\": \"F32\", \"shape\": [2], "
+                                    "\"data_offsets\": [8, 16]}"),
+                        std::vector<unsigned char>(16));
+  EXPECT_EQ(SafetensorsReader::open(file).tensors().size(), 3u);
+}
+
+// A key twice in the header: the JSON library would keep one silently (issue 14, defect 2).
+TEST_F(SafetensorsErrors, DuplicateHeaderKeyIsRefused) {
+  const fs::path file = dir() / "dup.safetensors";
+  const std::string entry = "\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}";
+  write_raw_safetensors(file, header_with(entry + ", " + entry), std::vector<unsigned char>(8));
+  EXPECT_THROW_WITH(SafetensorsReader::open(file), InputError, "the key 'a' twice");
+  const std::string inner =
+      "\"a\": {\"dtype\": \"F32\", \"dtype\": \"F16\", \"shape\": [2], "
+      "\"data_offsets\": [0, 8]}";
+  write_raw_safetensors(file, header_with(inner), std::vector<unsigned char>(8));
+  EXPECT_THROW_WITH(SafetensorsReader::open(file), InputError, "the key 'dtype' twice");
+}
+
 TEST_F(SafetensorsErrors, HeaderNotAnObject) {
   const fs::path file = dir() / "array.safetensors";
   write_raw_safetensors(file, "[1, 2, 3]", {});

@@ -78,5 +78,27 @@ TEST_F(Convert, MissingCheckpointFailsBeforeWriting) {
   EXPECT_THROW(run_convert({kFixture.string(), dir().string(), "int8"}), InputError);
 }
 
+// --to inside the source, or a link to it, would write into the checkpoint (issue 14, 6).
+TEST_F(Convert, DestinationInsideOrLinkingToTheSourceIsRefused) {
+  const fs::path src = dir() / "src";
+  fs::create_directories(src);
+  for (const auto& e : fs::directory_iterator(kFixture))
+    fs::copy_file(e.path(), src / e.path().filename());
+  fs::create_directory_symlink(src, dir() / "link");
+  const auto before = fs::file_size(src / "model.safetensors");
+  for (const fs::path& to : {src / "sub", dir() / "link", dir() / "link" / "sub", src / "."}) {
+    try {
+      run_convert({src.string(), to.string(), "f32"});
+      ADD_FAILURE() << to << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("inside (or links to) the source"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_FALSE(fs::exists(src / "sub"));
+  EXPECT_FALSE(fs::exists(src / "weights.bin"));
+  EXPECT_EQ(fs::file_size(src / "model.safetensors"), before);
+}
+
 }  // namespace
 }  // namespace h2oflex

@@ -114,6 +114,23 @@ TEST_F(TokenizerFiles, BadMergeLines) {
                      {"merges.txt line 2", "merged token"});
 }
 
+// Garbage merges.txt: terminal escape sequences are escaped in the message, a long line is cut.
+TEST_F(TokenizerFiles, GarbageMergeLineIsQuotedNotEchoed) {
+  const fs::path vocab = write("vocab.json", vocab_text());
+  const fs::path merges =
+      write("merges.txt", "e r\n\x1b]0;pwned\x07" + std::string(5000, 'z') + "\n");
+  try {
+    BpeTokenizer::load_vocab_merges(vocab, merges);
+    ADD_FAILURE() << "no exception";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\x07'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\\x1b]0;pwned\\x07"), std::string::npos) << msg;
+    EXPECT_LT(msg.size(), 400u) << msg;
+  }
+}
+
 TEST_F(TokenizerFiles, BadTokenizerJson) {
   nlohmann::json j = root_;
   j["model"]["merges"][5] = nlohmann::json::array({"e", "unknown-token"});

@@ -1,0 +1,112 @@
+#include "experiments/output_paths.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The path with every existing component's links resolved (the last one need not exist yet).
+fs::path resolved(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return ec ? fs::absolute(path).lexically_normal() : p;
+}
+
+// Same file: same resolved path, or (hard links, bind mounts) the same inode.
+bool same_file(const std::string& a, const std::string& b) {
+  if (resolved(a) == resolved(b)) return true;
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// Empty when a file can be created in `dir`, else why not. Root passes every permission check,
+// so a real file is created and removed rather than asking access().
+std::string create_probe(const fs::path& dir) {
+  const fs::path probe = dir / (".h2oflex-write-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+}  // namespace
+
+void check_writable_directory(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  H2OFLEX_INPUT_CHECK(fs::exists(dir, ec), what, " '", dir, "' does not exist");
+  H2OFLEX_INPUT_CHECK(fs::is_directory(dir, ec), what, " '", dir, "' is not a directory");
+  const std::string why = create_probe(dir);
+  H2OFLEX_INPUT_CHECK(why.empty(), what, " '", dir, "': cannot create files there: ", why);
+}
+
+void check_output_paths(const std::vector<NamedPath>& inputs,
+                        const std::vector<NamedPath>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& out = outputs[i];
+    if (out.path.empty()) continue;
+    std::error_code ec;
+    H2OFLEX_INPUT_CHECK(!fs::is_directory(out.path, ec), out.what, " '", out.path,
+                        "' is a directory; give a file name");
+    const fs::path parent = resolved(out.path).parent_path();
+    H2OFLEX_INPUT_CHECK(fs::is_directory(parent, ec), out.what, " '", out.path, "': directory '",
+                        parent.string(), "' does not exist");
+    const std::string why = create_probe(parent);
+    H2OFLEX_INPUT_CHECK(why.empty(), out.what, " '", out.path, "': cannot create files in '",
+                        parent.string(), "': ", why);
+    for (const NamedPath& in : inputs) {
+      if (in.path.empty()) continue;
+      H2OFLEX_INPUT_CHECK(!same_file(out.path, in.path), out.what, " '", out.path, "' and ",
+                          in.what, " '", in.path,
+                          "' are the same file; writing the one would destroy the other");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (outputs[j].path.empty()) continue;
+      H2OFLEX_INPUT_CHECK(!same_file(out.path, outputs[j].path), out.what, " '", out.path, "' and ",
+                          outputs[j].what, " '", outputs[j].path,
+                          "' are the same file; give them different names");
+    }
+  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError(detail::concat("cannot create '", tmp, "': ", std::strerror(errno)));
+  std::string why;
+  for (size_t done = 0; done < text.size() && why.empty();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      why = detail::concat("writing at offset ", done, ": ",
+                           n < 0 ? std::strerror(errno) : "no progress");
+    } else {
+      done += static_cast<size_t>(n);
+    }
+  }
+  if (why.empty() && ::fsync(fd) != 0) why = detail::concat("fsync: ", std::strerror(errno));
+  ::close(fd);
+  if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    why = detail::concat("renaming it to '", path, "': ", std::strerror(errno));
+  }
+  if (!why.empty()) {
+    ::unlink(tmp.c_str());
+    throw IoError(detail::concat("'", tmp, "': ", why));
+  }
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,31 @@
+// Checks a command makes on its files before any work: every output can be written where it is
+// going and is none of the inputs and none of the other outputs (compared after resolving links,
+// so `--json` pointing at the config through a symlink is caught too). Plus the atomic write every
+// command uses for its result documents.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace h2oflex {
+
+struct NamedPath {
+  std::string what;  // how the user gave it: "--json", "--input", "the config file"
+  std::string path;  // empty: not given, skipped
+};
+
+// Throws InputError naming the option and the path when an output is a directory, lies in a
+// directory that is missing or cannot be written (tried by creating and removing a probe file),
+// or is the same file as an input or another output.
+void check_output_paths(const std::vector<NamedPath>& inputs,
+                        const std::vector<NamedPath>& outputs);
+
+// Throws InputError naming `what` unless `dir` is an existing directory this process can create
+// files in (tried the same way).
+void check_writable_directory(const std::string& dir, const std::string& what);
+
+// Writes `text` to `path` through `path.tmp` + rename, so a reader never sees half a document and a
+// failure leaves neither a partial file nor the temp file behind. Throws IoError.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace h2oflex
