@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "policy/run_policy.h"
 #include "engine/pipeline.h"
+#include "policy/run_policy.h"
 #include "tests/support/hf_fixtures.h"
 
 namespace h2oflex {
