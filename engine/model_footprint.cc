@@ -27,4 +27,38 @@ policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_d
   return f;
 }
 
+policy::ModelShape model_shape_for(const DecoderModel& model, double weight_bytes,
+                                   double act_bytes) {
+  policy::ModelShape m;
+  const KvGeometry g = model.kv_geometry();
+  m.name = model.name();
+  m.layers = model.layers();
+  m.hidden = model.hidden();
+  m.heads = g.query_heads;
+  m.kv_heads = g.kv_heads;
+  m.head_dim = g.head_dim;
+  m.vocab = model.vocab();
+  m.weight_bytes = weight_bytes;
+  m.kv_bytes = weight_bytes;
+  m.act_bytes = act_bytes;
+  for (const WeightSpec& s : model.weight_specs()) {
+    const double n = static_cast<double>(shape_numel(s.shape));
+    if (s.layer == 0) {
+      m.layer_param_count += n;
+      if (s.role == WeightRole::Matrix) m.layer_matrix_params += n;
+    } else if (s.layer < 0) {
+      m.other_param_count += n;
+    }
+  }
+  // The LM head: the head unit's vocabulary-sized matrix (the token table when tied).
+  for (size_t i : model.unit_tensors()[static_cast<size_t>(model.head_unit())]) {
+    const WeightSpec& s = model.weight_specs()[i];
+    if (s.role == WeightRole::Matrix && s.shape[0] == model.vocab()) {
+      m.head_param_count = static_cast<double>(shape_numel(s.shape));
+    }
+  }
+  m.footprint = model_footprint(model, weight_bytes >= 4 ? DType::F32 : DType::BF16);
+  return m;
+}
+
 }  // namespace h2oflex

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "models/decoder_model.h"
+#include "policy/cost_model.h"
 #include "policy/memory_plan.h"
 
 namespace h2oflex {
@@ -13,5 +14,11 @@ DType matrix_dtype_for(ops::ComputeType ct);
 // Matrices stored as `matrix_dtype`, vectors as f32 (as the weight layout and the engine store
 // them).
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype);
+
+// The cost model's view of `model`: dimensions, parameter counts from its tensors, and the
+// footprint. `weight_bytes` for weights and KV (2 = fp16/bf16, 4 = f32), `act_bytes` for hidden
+// states moved between tiers.
+policy::ModelShape model_shape_for(const DecoderModel& model, double weight_bytes = 2,
+                                   double act_bytes = 2);
 
 }  // namespace h2oflex

@@ -46,8 +46,9 @@ int run_convert(const ConvertOptions& o) {
   Stopwatch watch;
   auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer, {});
   // The output is a model directory of its own: config and tokenizer files go along.
-  for (const char* name : {"config.json", "vocab.json", "merges.txt", "tokenizer.json",
-                           "tokenizer_config.json", "special_tokens_map.json"}) {
+  for (const char* name :
+       {"config.json", "generation_config.json", "vocab.json", "merges.txt", "tokenizer.json",
+        "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
     const fs::path from = fs::path(o.from) / name;
     if (fs::exists(from))
       fs::copy_file(from, fs::path(o.to) / name, fs::copy_options::overwrite_existing);

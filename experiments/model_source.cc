@@ -9,13 +9,14 @@
 #include "experiments/sha256.h"
 #include "models/loaders/dummy_weights.h"
 #include "models/loaders/hf_checkpoint.h"
+#include "models/model_catalog.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
 
 namespace {
 
-// Seeded random weights for `src.config`; `what` describes where the config came from.
+// Seeded random weights for `src.model`; `what` describes where the config came from.
 ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const std::string& what,
                                 uint64_t seed) {
   src.producer = dummy_weight_producer(seed);
@@ -59,14 +60,16 @@ std::string checkpoint_fingerprint(const HfCheckpoint& ckpt) {
 }
 
 // Every checkpoint tensor must be one the config describes: a config.json saying fewer layers
-// than were saved would otherwise run a truncated model without a word. lm_head.weight is the
-// output projection, tied to the token embedding in OPT (some checkpoints store a copy).
-void reject_unused_tensors(const HfCheckpoint& ckpt, const std::vector<WeightSpec>& specs) {
-  std::set<std::string> used{"lm_head.weight", "model.lm_head.weight"};
-  for (const WeightSpec& spec : specs) used.insert(ckpt.get(spec.name).name);
+// than were saved would otherwise run a truncated model without a word. Buffers the families
+// do not need (a stored copy of a tied head, rotary tables, mask buffers) are let through.
+void reject_unused_tensors(const HfCheckpoint& ckpt, const DecoderModel& model) {
+  std::set<std::string> used;
+  for (const WeightSpec& spec : model.weight_specs()) used.insert(ckpt.get(spec.name).name);
   std::vector<std::string> extra;
   for (const TensorInfo& t : ckpt.weights().tensors()) {
-    if (used.count(t.name) == 0) extra.push_back(t.name);
+    if (used.count(t.name) == 0 && !is_ignorable_checkpoint_tensor(t.name)) {
+      extra.push_back(t.name);
+    }
   }
   if (extra.empty()) return;
   std::string names;
@@ -75,38 +78,29 @@ void reject_unused_tensors(const HfCheckpoint& ckpt, const std::vector<WeightSpe
   throw InputError(detail::concat(
       "'", ckpt.dir().string(), "': the checkpoint holds ", extra.size(),
       " tensor(s) that config.json does not describe (", names, "); config.json says ",
-      ckpt.config().num_hidden_layers,
+      model.layers(),
       " layers: does it belong to this checkpoint? (refusing to run a truncated model)"));
 }
 
-}  // namespace
-
-namespace {
-
 ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   ModelSource src;
-  if (auto cfg = opt_config_by_name(model)) {
+  if ((src.model = published_model(model))) {
     H2OFLEX_INPUT_CHECK(dummy, "model '", model,
-                        "' names a published OPT model, whose weights are not on this machine: "
+                        "' names a published model, whose weights are not on this machine: "
                         "set dummy: true, or point model at a Hugging Face directory");
-    src.config = *cfg;
-    return with_dummy_weights(src, cfg->name, "", seed);
+    return with_dummy_weights(src, src.model->name(), "", seed);
   }
   const std::filesystem::path dir(model);
-  H2OFLEX_INPUT_CHECK(
-      std::filesystem::is_directory(dir), "model '", model, "' is neither a known OPT name (",
-      [] {
-        std::string s;
-        for (const auto& n : opt_model_names()) s += (s.empty() ? "" : ", ") + n;
-        return s;
-      }(),
-      ") nor an existing directory");
+  H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
+                      "' is neither a known model name (", published_model_list(),
+                      ") nor an existing directory");
+  const std::string name = dir.filename().string();
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
-    src.config = to_opt_config(read_hf_opt_config(dir / "config.json"), dir.filename().string());
+    src.model = hf_model(dir, name);
     if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
     std::shared_ptr<WeightLayout> layout = WeightLayout::open(dir.string());
-    for (const WeightSpec& spec : opt_weight_specs(src.config)) {
+    for (const WeightSpec& spec : src.model->weight_specs()) {
       const WeightRecord& r = layout->record(layout->find(spec.name));
       H2OFLEX_INPUT_CHECK(r.spec.shape == spec.shape, dir.string(), ": tensor '", spec.name,
                           "' has shape ", shape_str(r.spec.shape), ", config.json implies ",
@@ -118,12 +112,11 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
     return src;
   }
   auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
-  src.config = to_opt_config(ckpt->config(), dir.filename().string());
+  src.model = hf_model(dir, name);
   if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
   // Every tensor must exist with the shape config.json implies; checked before any work.
-  const std::vector<WeightSpec> specs = opt_weight_specs(src.config);
-  for (const WeightSpec& spec : specs) ckpt->get(spec.name, spec.shape);
-  reject_unused_tensors(*ckpt, specs);
+  for (const WeightSpec& spec : src.model->weight_specs()) ckpt->get(spec.name, spec.shape);
+  reject_unused_tensors(*ckpt, *src.model);
   src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
     ckpt->weights().read(ckpt->get(spec.name, spec.shape), dtype, dst);
   };
@@ -137,9 +130,7 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
 }  // namespace
 
 ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
-  ModelSource src = open_source(model, dummy, seed);
-  src.model = std::make_shared<const OptModel>(src.config);
-  return src;
+  return open_source(model, dummy, seed);
 }
 
 }  // namespace h2oflex

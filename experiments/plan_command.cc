@@ -1,14 +1,13 @@
 #include "experiments/plan_command.h"
 
 #include "engine/model_footprint.h"
-#include "models/opt/opt_model.h"
+#include "models/model_catalog.h"
 
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "experiments/output_paths.h"
-#include "models/opt/opt_config.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
@@ -16,29 +15,10 @@ namespace h2oflex {
 
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
                                    double act_bytes) {
-  const auto cfg = opt_config_by_name(model);
-  if (!cfg) {
-    std::string names;
-    for (const auto& n : opt_model_names()) names += (names.empty() ? "" : ", ") + n;
-    throw InputError(detail::concat("model '", model, "': not an OPT family name (", names, ")"));
-  }
-  return model_shape_for(*cfg, weight_bytes, act_bytes);
-}
-
-policy::ModelShape model_shape_for(const OptConfig& cfg, double weight_bytes, double act_bytes) {
-  policy::ModelShape m;
-  m.name = cfg.name;
-  m.layers = cfg.layers;
-  m.hidden = cfg.hidden;
-  m.ffn = cfg.ffn;
-  m.heads = cfg.heads;
-  m.vocab = cfg.vocab;
-  m.max_positions = cfg.max_positions;
-  m.weight_bytes = weight_bytes;
-  m.kv_bytes = weight_bytes;
-  m.act_bytes = act_bytes;
-  m.footprint = model_footprint(OptModel(cfg), weight_bytes >= 4 ? DType::F32 : DType::BF16);
-  return m;
+  const auto m = published_model(model);
+  H2OFLEX_INPUT_CHECK(m, "model '", model, "': not a published model name (",
+                      published_model_list(), ")");
+  return model_shape_for(*m, weight_bytes, act_bytes);
 }
 
 policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
@@ -66,6 +46,11 @@ int run_plan(const PlanOptions& o) {
   std::printf("model: %s  hardware: %s (%s)  prompt %d + gen %d  kv %s\n", m.name.c_str(),
               hw.name.c_str(), hw.compute_device == policy::ComputeDevice::Gpu ? "gpu" : "cpu",
               o.prompt_len, o.gen_len, kv.summary().c_str());
+  // GQA stores kv_heads of the heads' keys and values: the KV per token the plan works with.
+  std::printf("attention: %ld query heads, %ld KV heads x %ld dims (%s per token per layer)\n",
+              static_cast<long>(m.heads), static_cast<long>(m.kv_heads),
+              static_cast<long>(m.head_dim),
+              format_bytes(2.0 * m.kv_bytes * static_cast<double>(m.kv_width())).c_str());
   std::printf("batch: gpu_batch_size %d x num_gpu_batches %d = %d sequences\n", p.gpu_batch_size,
               p.num_gpu_batches, p.block_size());
   std::printf("weights:     gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.w_gpu, p.w_cpu,
@@ -99,6 +84,7 @@ int run_plan(const PlanOptions& o) {
     j["prompt_len"] = o.prompt_len;
     j["gen_len"] = o.gen_len;
     j["kv"] = kv.summary();
+    j["kv_heads"] = m.kv_heads;
     j["policy"] = pj;
     j["predicted"] = {{"prefill_tok_s", e.prefill_tok_s},
                       {"decode_tok_s", e.decode_tok_s},

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "models/opt/opt_config.h"
+#include "engine/model_footprint.h"
 #include "policy/cost_model.h"
 #include "policy/hardware.h"
 #include "policy/kv_policy.h"
@@ -23,13 +23,11 @@ struct PlanOptions {
   std::string json_out;           // optional: write the plan as JSON here
 };
 
-// The cost model's view of an OPT model. Element sizes: `weight_bytes` for weights and KV
-// (2 = fp16/bf16, 4 = f32), `act_bytes` for hidden states moved between tiers.
-// Throws InputError for a name outside the OPT family.
+// The cost model's view of a published model (engine's model_shape_for). Throws InputError for
+// a name no family publishes.
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes = 2,
                                    double act_bytes = 2);
 // The same for a model already resolved (an OPT name or a Hugging Face directory's config).
-policy::ModelShape model_shape_for(const OptConfig& cfg, double weight_bytes, double act_bytes);
 
 // Best policy within the profile's memory (times its usable_fraction) and `limits`.
 // Throws InputError when nothing fits, naming the tier that does not.

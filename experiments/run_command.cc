@@ -38,7 +38,7 @@ std::vector<std::vector<int32_t>> seeded_prompts(const RunConfig& c, int64_t voc
 
 // `policy: auto`: the planner's best policy for this model, workload and the run's budgets on
 // the config's hardware profile. Sets spec.policy; returns what was planned, for the result.
-nlohmann::json plan_run_policy(const RunConfig& c, const OptConfig& cfg, DType wdtype,
+nlohmann::json plan_run_policy(const RunConfig& c, const DecoderModel& model, DType wdtype,
                                PipelineSpec& spec) {
   H2OFLEX_INPUT_CHECK(!c.hardware_profile.empty(), c.source,
                       ": policy: auto needs the key 'hardware_profile' (a profile written by "
@@ -47,7 +47,7 @@ nlohmann::json plan_run_policy(const RunConfig& c, const OptConfig& cfg, DType w
   const policy::KvPolicy& kv = c.kv_policy;
   // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
   const policy::ModelShape shape =
-      model_shape_for(cfg, static_cast<double>(dtype_size(wdtype)), 4.0);
+      model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0);
   spec.policy = plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, spec.limits);
   const policy::CostEstimate e =
       policy::estimate_cost(shape, hw, spec.policy, {c.prompt_len, c.gen_len, kv});
@@ -85,22 +85,22 @@ std::string tokens_sha256(const std::vector<std::vector<int32_t>>& tokens) {
 
 nlohmann::json run_experiment_config(const RunConfig& c) {
   ModelSource src = open_model_source(c.model, c.dummy, c.seed);
-  const OptConfig& cfg = src.config;
+  const DecoderModel& model = *src.model;
   const PipelineDevice device =
       resolve_compute_device(c.compute_device, c.source + ": compute_device");
   const bool on_gpu = device == PipelineDevice::Cuda;
   const ops::ComputeType ct = resolve_compute_type(c.compute_dtype, on_gpu);
   const DType wdtype = matrix_dtype_for(ct);
-  auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, cfg.vocab) : c.prompt_ids;
+  auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, model.vocab()) : c.prompt_ids;
   for (const auto& p : prompts) {
     for (int32_t id : p) {
-      H2OFLEX_INPUT_CHECK(id >= 0 && id < cfg.vocab, c.source, ": prompt token id ", id,
-                          " outside the vocabulary [0, ", cfg.vocab, ")");
+      H2OFLEX_INPUT_CHECK(id >= 0 && id < model.vocab(), c.source, ": prompt token id ", id,
+                          " outside the vocabulary [0, ", model.vocab(), ")");
     }
   }
-  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= cfg.max_positions, c.source, ": prompt_len (",
-                      c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ", cfg.name, "'s ",
-                      cfg.max_positions, " positions");
+  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= model.max_positions(), c.source,
+                      ": prompt_len (", c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ",
+                      model.name(), "'s ", model.max_positions(), " positions");
   std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
 
   GenerationSettings opt;
@@ -131,7 +131,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     if (c.has_policy()) {
       const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
       spec.policy = section.policy;
-      if (section.is_auto) r["policy_auto"] = plan_run_policy(c, cfg, wdtype, spec);
+      if (section.is_auto) r["policy_auto"] = plan_run_policy(c, model, wdtype, spec);
     } else {
       spec.policy.gpu_batch_size = static_cast<int>(prompts.size());
       spec.policy.w_gpu = spec.policy.cache_gpu = spec.policy.act_gpu = 100;
@@ -143,7 +143,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
     if (c.prompt_ids.empty()) {
       RunConfig block = c;
       block.batch_size = spec.policy.block_size();
-      prompts = seeded_prompts(block, cfg.vocab);
+      prompts = seeded_prompts(block, model.vocab());
     }
     H2OFLEX_INPUT_CHECK(static_cast<int>(prompts.size()) == spec.policy.block_size(), c.source,
                         ": ", prompts.size(), " prompts but the policy's block is ",
@@ -195,16 +195,18 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
 
   const double batch = static_cast<double>(prompts.size());
   const int capacity = c.kv.capacity(c.prompt_len, c.gen_len);
-  r["model"] = cfg.name;
+  r["model"] = model.name();
   r["model_source"] = src.description;
   r["compute_dtype"] = ct == ops::ComputeType::BF16 ? "bf16" : "f32";
   r["prompt_len"] = c.prompt_len;
   r["gen_len"] = c.gen_len;
   r["batch_size"] = prompts.size();
   const double wbytes = static_cast<double>(dtype_size(wdtype));
-  r["model_bytes"] = static_cast<double>(cfg.parameter_count()) * wbytes;
-  r["cache_bytes"] = 2.0 * batch * capacity * cfg.layers * cfg.hidden * wbytes;
-  r["hidden_bytes"] = batch * c.prompt_len * cfg.hidden * 4.0;
+  const KvGeometry g = model.kv_geometry();
+  r["model_bytes"] = static_cast<double>(parameter_count(model)) * wbytes;
+  r["cache_bytes"] = 2.0 * batch * capacity * static_cast<double>(model.layers()) *
+                     static_cast<double>(g.kv_heads * g.head_dim) * wbytes;
+  r["hidden_bytes"] = batch * c.prompt_len * static_cast<double>(model.hidden()) * 4.0;
   r["peak_device_bytes"] = c.has_policy()
                                ? peak_device
                                : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();

@@ -5,6 +5,12 @@
 
 namespace h2oflex {
 
+int64_t parameter_count(const DecoderModel& model) {
+  int64_t n = 0;
+  for (const WeightSpec& s : model.weight_specs()) n += shape_numel(s.shape);
+  return n;
+}
+
 std::vector<Tensor> ModelWeights::of_unit(const DecoderModel& model, int unit) const {
   std::vector<Tensor> out;
   for (size_t i : model.unit_tensors().at(static_cast<size_t>(unit))) out.push_back(tensors.at(i));

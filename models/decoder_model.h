@@ -81,6 +81,9 @@ class DecoderModel {
   int head_unit() const { return units() - 1; }
 };
 
+// Every weight element of the model (a tensor shared by two units counted once).
+int64_t parameter_count(const DecoderModel& model);
+
 // A model's weights as tensors, one per weight spec (weight_specs() order).
 struct ModelWeights {
   std::vector<Tensor> tensors;

@@ -10,31 +10,18 @@
 
 namespace h2oflex::policy {
 
-double ModelShape::layer_params() const {
-  const double h = static_cast<double>(hidden), f = static_cast<double>(ffn);
-  // q, k, v, out with biases; fc1, fc2 with biases; two LayerNorms.
-  return 4 * (h * h + h) + (h * f + f) + (f * h + h) + 4 * h;
-}
-
-double ModelShape::embedding_params() const {
-  const double h = static_cast<double>(hidden);
-  return static_cast<double>(vocab) * h + static_cast<double>(max_positions + 2) * h + 2 * h;
-}
-
 double ModelShape::total_weight_bytes() const {
   return (static_cast<double>(layers) * layer_params() + embedding_params()) * weight_bytes;
-}
-
-double ModelShape::layer_gemm_flops_per_token() const {
-  const double h = static_cast<double>(hidden), f = static_cast<double>(ffn);
-  return 2 * (4 * h * h + 2 * h * f);  // FlexGen: 8*h1^2 + 4*h1*h2
 }
 
 namespace {
 
 // Everything both halves of the model derive from (model, policy, workload).
 struct Derived {
-  double l, h1, h2, nh, V;
+  double l, h1, nh, V;
+  double nkv;      // KV heads: positions and scores are kept per KV head
+  double q_width;  // query heads x head_dim: what attention computes over
+  double kv_width; // KV heads x head_dim: what one token stores per K or V
   double s, n;
   double gbs, ngb, bls;
   double wg, wc, wn, cg, cc, cn, hg, hc, hn;
@@ -50,15 +37,18 @@ struct Derived {
 };
 
 Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
-  H2OFLEX_INPUT_CHECK(m.layers > 0 && m.hidden > 0 && m.ffn > 0 && m.heads > 0, "model '", m.name,
-                      "': shape has a zero dimension");
+  H2OFLEX_INPUT_CHECK(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.kv_heads > 0 &&
+                          m.head_dim > 0 && m.layer_param_count > 0,
+                      "model '", m.name, "': shape has a zero dimension");
   H2OFLEX_INPUT_CHECK(w.prompt_len >= 1 && w.gen_len >= 1, "workload: prompt_len ", w.prompt_len,
                       " and gen_len ", w.gen_len, " must be >= 1");
   Derived d;
   d.l = static_cast<double>(m.layers);
   d.h1 = static_cast<double>(m.hidden);
-  d.h2 = static_cast<double>(m.ffn);
   d.nh = static_cast<double>(m.heads);
+  d.nkv = static_cast<double>(m.kv_heads);
+  d.q_width = static_cast<double>(m.q_width());
+  d.kv_width = static_cast<double>(m.kv_width());
   d.V = static_cast<double>(m.vocab);
   d.s = w.prompt_len;
   d.n = w.gen_len;
@@ -70,18 +60,18 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.hg = p.act_gpu / 100, d.hc = p.act_cpu / 100, d.hn = std::max(0.0, 1 - d.hg - d.hc);
   d.wl = m.layer_weight_bytes();
   d.emb = m.embedding_params() * m.weight_bytes;
-  d.kv_tok = 2 * m.kv_bytes * d.h1;
+  d.kv_tok = 2 * m.kv_bytes * d.kv_width;
   const double full = d.s + d.n;
   // The engine's rule for this workload: what it allocates and whether scores change per step.
   const KvRule rule = w.kv.resolve(w.prompt_len, w.gen_len);
   const double kept = rule.capacity(w.prompt_len, w.gen_len);
   d.bounded = rule.evicts() && kept < full;
   d.budget = d.bounded ? kept : full;
-  // A bounded cache keeps each slot's position (int32 per head) and, with attention scores, the
-  // score (fp32 per head); the scores change every step, so they are rewritten every step.
+  // A bounded cache keeps each slot's position (int32 per KV head) and, with attention scores,
+  // the score (fp32 per KV head); the scores change every step, so they are rewritten every step.
   const bool scored = d.bounded && rule.uses_attention_scores();
-  d.meta_tok = d.bounded ? 4 * d.nh * (scored ? 2 : 1) : 0;
-  d.score_tok = scored ? 4 * d.nh : 0;
+  d.meta_tok = d.bounded ? 4 * d.nkv * (scored ? 2 : 1) : 0;
+  d.score_tok = scored ? 4 * d.nkv : 0;
   // B slots plus the one the incoming token uses before the eviction decision.
   d.slots = d.bounded ? std::min(d.budget + 1, full) : full;
   d.stored_p = std::min(d.s, d.budget);
@@ -153,10 +143,11 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     }
     // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention
     // (FlexGen counts the full s^2, not the causal half). H2O adds the column sums of the
-    // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1.
+    // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1. Each
+    // query head attends (GQA shares K and V, not the work).
     const double gemm =
         std::max(d.bls * d.s * gemm_tok / hw.mm_flops_p, d.ngb * d.wl / hw.device_mem_bdw);
-    const double attn_work = 4 * d.s * d.s * d.h1 + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
+    const double attn_work = 4 * d.s * d.s * d.q_width + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
     // Fixed cost per layer and GPU batch (op dispatch, thread fork/join; 0 unless profiled).
     t.comp = gemm + d.bls * attn_work / hw.bmm_flops_p + d.ngb * hw.layer_overhead_s;
   }
@@ -168,7 +159,8 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double new_kv = d.bls * slot;               // the slot one step writes
     const double scores = d.bls * ctx * d.score_tok;  // H2O scores rewritten every step
     const double hid = ab * d.h1 * d.bls;
-    const double qkv_out = d.bls * ab * d.h1;  // per tensor, one token
+    const double q_out = d.bls * ab * d.q_width;    // q or the attention output, one token
+    const double kv_out = d.bls * ab * d.kv_width;  // k or v, one token
     PhaseTerms& t = e.decode;
     if (cpu_hierarchy) {
       // The engine copies whole slot arrays (allocated capacity, not the mean context): a
@@ -183,7 +175,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       // direct-I/O write: their cost is per request (disk_write_op_s), not per byte.
       const double kv_read = slots * d.cn / hw.dtoc_bdw;
       const double kv_write =
-          changed * d.cn / hw.ctod_bdw_g + 2 * d.bls * d.nh * d.cn * hw.disk_write_op_s;
+          changed * d.cn / hw.ctod_bdw_g + 2 * d.bls * d.nkv * d.cn * hw.disk_write_op_s;
       t.dtoc = kv_read + d.wl * d.wn / hw.dtoc_bdw;
       t.ctod = kv_write;
       // A disk-resident KV cache does not hide under compute here: a workspace buffer's write-
@@ -198,8 +190,8 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       if (delegated) {
         // Only q, k, v go to the host and the attention output comes back (FlexGen ignores
         // these).
-        t.gtoc += 3 * qkv_out * off_dev_cache / hw.gtoc_bdw_hidden;
-        t.ctog += qkv_out * off_dev_cache / hw.ctog_bdw;
+        t.gtoc += (q_out + 2 * kv_out) * off_dev_cache / hw.gtoc_bdw_hidden;
+        t.ctog += q_out * off_dev_cache / hw.ctog_bdw;
       } else {
         // The off-device KV (and scores) come to the device each step; the new slot goes back.
         t.ctog += (cache + scores) * off_dev_cache / hw.ctog_bdw;
@@ -215,7 +207,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double gemm = d.ngb * std::max(d.gbs * gemm_tok / mm_rate_g, d.wl / hw.device_mem_bdw);
     // Attention over `ctx` tokens: 4*ctx*h1 per sequence (q.K and p.V); a bounded cache adds
     // its score accumulation and one arg-min over the slots per head (2*nh*ctx, ~1/head_dim).
-    const double attn_work = d.bls * (4 * ctx * d.h1 + (d.bounded ? 2 * d.nh * ctx : 0));
+    const double attn_work = d.bls * (4 * ctx * d.q_width + (d.bounded ? 2 * d.nh * ctx : 0));
     double attn = attn_work * d.cg / hw.bmm_flops_g;
     if (delegated) {
       attn += attn_work * off_dev_cache / hw.cpu_flops_real(p.gpu_batch_size, model.hidden);
@@ -258,7 +250,7 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   // The LM head and embeddings, once per step (FlexGen's model leaves them out; for small
   // models the LM head is a large share: OPT-125m's is ~45% of its decoder GEMMs). Prefill
   // computes logits for the last position only. Their weights move like a layer's.
-  const double head_params = d.V * d.h1;
+  const double head_params = model.head_param_count;
   // On the CPU-only hierarchy host-resident embeddings are used in place; disk-resident ones
   // are read by both the input unit and the (tied) output head, so twice per step.
   const double emb_move = cpu_hierarchy

@@ -27,21 +27,31 @@ namespace h2oflex::policy {
 // What the cost model needs to know about a decoder-only model (policy/ does not know OPT).
 struct ModelShape {
   std::string name;
-  int64_t layers = 0, hidden = 0, ffn = 0, heads = 0;
-  int64_t vocab = 50272, max_positions = 2048;
+  int64_t layers = 0, hidden = 0, heads = 0;
+  int64_t kv_heads = 0, head_dim = 0;  // kv_heads < heads: grouped-query attention
+  int64_t vocab = 50272;
   double weight_bytes = 2;  // bytes per stored weight element (fp16/bf16)
   double kv_bytes = 2;      // bytes per stored K or V element
   double act_bytes = 2;     // bytes per activation element moved or buffered
+  // Parameter counts from the model's own tensors (engine's model_shape_for), so every family's
+  // shape enters the formulas without a per-family formula here.
+  double layer_param_count = 0;    // one decoder layer, biases and norms included
+  double layer_matrix_params = 0;  // the part of it in GEMM matrices
+  double other_param_count = 0;    // embeddings, final norm, LM head (a tied head counted once)
+  double head_param_count = 0;     // the LM head matrix (vocab x hidden)
   // Every tensor's stored bytes and the units (built from the model by the engine's
   // model_footprint, at weight_bytes per matrix element): what memory estimates are made of.
   ModelFootprint footprint;
 
-  double layer_params() const;  // one decoder layer, biases and norms included
+  double layer_params() const { return layer_param_count; }
   double layer_weight_bytes() const { return layer_params() * weight_bytes; }
-  double embedding_params() const;  // token + position embeddings, final norm (LM head tied)
+  double embedding_params() const { return other_param_count; }
   double total_weight_bytes() const;
-  // GEMM FLOPs of one decoder layer for one token (2 * matrix parameters).
-  double layer_gemm_flops_per_token() const;
+  // GEMM FLOPs of one decoder layer for one token (2 * matrix parameters; FlexGen's
+  // 8*h1^2 + 4*h1*h2 for OPT).
+  double layer_gemm_flops_per_token() const { return 2 * layer_matrix_params; }
+  int64_t q_width() const { return heads * head_dim; }
+  int64_t kv_width() const { return kv_heads * head_dim; }
 };
 
 struct Workload {

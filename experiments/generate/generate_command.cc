@@ -102,13 +102,14 @@ int run_generate(const GenerateJobOptions& options) {
 
   Stopwatch load_watch;
   const ModelSource model = open_model_source(config.model, config.dummy, config.seed);
-  const OptConfig& cfg = model.config;
-  H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= cfg.vocab, "model '",
+  const DecoderModel& m = *model.model;
+  const SpecialTokens special = m.special_tokens();
+  H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
                       config.model, "': the tokenizer has ", tokenizer.vocab_size(),
-                      " ids but the model's vocabulary only ", cfg.vocab);
-  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == cfg.eos_id, "model '", config.model,
+                      " ids but the model's vocabulary only ", m.vocab());
+  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == special.eos, "model '", config.model,
                       "': the tokenizer's EOS id ", tokenizer.eos_id(),
-                      " differs from the model's eos_token_id ", cfg.eos_id);
+                      " differs from the model's eos_token_id ", special.eos);
   std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
   generate::BlockEngine engine(config, model);
   const double load_s = load_watch.elapsed();
@@ -123,9 +124,9 @@ int run_generate(const GenerateJobOptions& options) {
   settings.defaults.temperature = config.temperature;
   settings.defaults.top_p = config.top_p;
   settings.seed = config.seed;
-  settings.max_positions = cfg.max_positions;
+  settings.max_positions = m.max_positions();
   // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
-  settings.eos_id = config.stop_at_eos ? cfg.eos_id : -1;
+  settings.eos_id = config.stop_at_eos ? special.eos : -1;
   settings.progress_terminal = ::isatty(STDERR_FILENO) == 1;
 
   generate::StopSignalGuard stop;

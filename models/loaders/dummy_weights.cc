@@ -9,8 +9,12 @@
 namespace h2oflex {
 
 namespace {
+// A normalization's gain (OPT's "layer_norm.weight", LLaMA's "input_layernorm.weight" and
+// "norm.weight", NeoX's "final_layer_norm.weight"): 1, so dummy activations keep their scale.
 bool is_layer_norm_weight(const std::string& name) {
-  return name.find("layer_norm.weight") != std::string::npos;
+  const std::string tail = "norm.weight";
+  return name.size() >= tail.size() &&
+         name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
 }
 }  // namespace
 

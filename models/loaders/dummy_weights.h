@@ -1,4 +1,4 @@
-// Deterministic dummy weights: matrices normal(0, 0.02), LayerNorm weights 1, biases 0 — from a
+// Deterministic dummy weights: matrices normal(0, 0.02), norm gains 1, biases 0 — from a
 // counter-based RNG keyed by (seed, tensor name), so any tensor or any part of one can be produced
 // on its own, in any order, in parallel, and always comes out the same.
 #pragma once

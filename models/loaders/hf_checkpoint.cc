@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "models/loaders/hf_json.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
@@ -14,8 +15,8 @@ HfCheckpoint HfCheckpoint::open(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir, ec)) {
     throw InputError(detail::concat("'", dir.string(), "': model path is not a directory"));
   }
-  HfOptConfig config = read_hf_opt_config(dir / "config.json");
-  return HfCheckpoint(dir, std::move(config), SafetensorsReader::open(dir));
+  read_json_object(dir / "config.json");  // present and a JSON object, before the weights
+  return HfCheckpoint(dir, SafetensorsReader::open(dir));
 }
 
 const TensorInfo* HfCheckpoint::find(std::string_view name) const {

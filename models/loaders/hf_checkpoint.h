@@ -1,10 +1,10 @@
-// A Hugging Face OPT directory: config.json plus model.safetensors or sharded safetensors.
+// A Hugging Face model directory: config.json plus model.safetensors or sharded safetensors.
+// Which family config.json describes is models/model_catalog's business; this is the weights.
 #pragma once
 
 #include <filesystem>
 #include <string_view>
 
-#include "models/loaders/hf_config.h"
 #include "models/loaders/safetensors.h"
 
 namespace h2oflex {
@@ -16,11 +16,10 @@ class HfCheckpoint {
   static HfCheckpoint open(const std::filesystem::path& dir);
 
   const std::filesystem::path& dir() const { return dir_; }
-  const HfOptConfig& config() const { return config_; }
   const SafetensorsReader& weights() const { return weights_; }
 
-  // The tensor stored as `name` or as "model." + `name`: checkpoints saved from OPTForCausalLM
-  // carry the prefix, those saved from OPTModel do not. Pass names without the prefix.
+  // The tensor stored as `name` or as "model." + `name`: checkpoints saved from a ...ForCausalLM
+  // carry the prefix, those saved from the bare model do not. Pass names without the prefix.
   const TensorInfo* find(std::string_view name) const;
   // Like find; throws InputError naming the directory and the tensor when absent.
   const TensorInfo& get(std::string_view name) const;
@@ -28,11 +27,10 @@ class HfCheckpoint {
   const TensorInfo& get(std::string_view name, const Shape& expected) const;
 
  private:
-  HfCheckpoint(std::filesystem::path dir, HfOptConfig config, SafetensorsReader weights)
-      : dir_(std::move(dir)), config_(std::move(config)), weights_(std::move(weights)) {}
+  HfCheckpoint(std::filesystem::path dir, SafetensorsReader weights)
+      : dir_(std::move(dir)), weights_(std::move(weights)) {}
 
   std::filesystem::path dir_;
-  HfOptConfig config_;
   SafetensorsReader weights_;
 };
 

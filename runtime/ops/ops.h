@@ -25,6 +25,29 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
 // out = LayerNorm(x) * gamma + beta over the last dimension (out may alias x).
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
 
+// out = x * rsqrt(mean(x²) + eps) * gamma over the last dimension, accumulated in f32 (LLaMA's
+// RMSNorm). x, out f32 [rows, n]; gamma f32 [n]; out may alias x.
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out);
+
+// Rotary position embedding, in place, with the half-split convention on the first `rot_dim`
+// dims of every head (rot_dim even, <= head_dim; the other dims stay as they are, which is
+// GPT-NeoX's partial rotary). x f32 [rows, heads * head_dim]; positions i32 [rows], where a row
+// with position < 0 is padding and stays unchanged; inv_freq f32 [rot_dim / 2]. For i < rot_dim/2,
+// with a = x[i], b = x[i + rot_dim/2] and angle = float(position) * inv_freq[i] in f32:
+// x[i] = a cos - b sin, x[i + rot_dim/2] = b cos + a sin.
+void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t rot_dim,
+                      const Tensor& inv_freq);
+
+// out = gate * sigmoid(gate) * up elementwise (SwiGLU). All f32 of equal size; out may alias gate.
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out);
+
+// x = 0.5 x (1 + erf(x / sqrt(2))) elementwise (the exact GELU), in place. f32.
+void gelu(Tensor& x);
+
+// Splits GPT-NeoX's fused query_key_value output, laid out per head as [q(d), k(d), v(d)]:
+// qkv f32 [rows, heads * 3 * d] -> q, k, v f32 [rows, heads * d].
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v);
+
 // x += bias (broadcast over rows), then ReLU if `relu`. In place.
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu);
 

@@ -12,7 +12,10 @@ namespace h2oflex::ops {
 enum class Scratch : int {
   Normed,       // LayerNorm output feeding the projections / MLP
   Projection,   // attention output projection and fc2 output
-  Ffn,          // fc1 output
+  Ffn,          // fc1 output (the gate half of a SwiGLU MLP)
+  FfnUp,        // the up half of a SwiGLU MLP
+  FusedQkv,     // a fused query_key_value projection, before it is split into heads
+  RopeFrequencies,  // rotary inverse frequencies, uploaded to the compute device
   Embed,        // word embeddings before project_in, or hidden before project_out
   PrefillQ,     // prefill queries
   PrefillAttn,  // prefill attention output

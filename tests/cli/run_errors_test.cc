@@ -177,3 +177,45 @@ TEST_F(RunErrors, InRamRunOverTheHostBudgetIsRefused) {
 }
 
 }  // namespace
+
+// Family settings the engine does not implement are refused up front by `run`, naming the key.
+class FamilyRunErrors : public RunErrors {
+ protected:
+  void expect_config_refused(nlohmann::json config, const std::string& key) {
+    const fs::path model = dir() / "model";
+    fs::create_directories(model);
+    std::ofstream(model / "config.json") << config.dump();
+    expect_refused("model: " + model.string() + "\ndummy: true\nprompt_len: 4\ngen_len: 2\n",
+                   "\"" + key + "\"");
+  }
+  static nlohmann::json llama() {
+    return {{"model_type", "llama"},    {"hidden_size", 32},      {"num_attention_heads", 4},
+            {"num_key_value_heads", 2}, {"num_hidden_layers", 1}, {"intermediate_size", 64},
+            {"vocab_size", 50},         {"max_position_embeddings", 32}};
+  }
+};
+
+TEST_F(FamilyRunErrors, UnsupportedRopeScaling) {
+  nlohmann::json c = llama();
+  c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  expect_config_refused(c, "rope_scaling.rope_type");
+}
+
+TEST_F(FamilyRunErrors, SlidingWindow) {
+  nlohmann::json c = llama();
+  c["model_type"] = "mistral";
+  c["sliding_window"] = 16;
+  expect_config_refused(c, "sliding_window");
+}
+
+TEST_F(FamilyRunErrors, HeadsNotDivisibleByKvHeads) {
+  nlohmann::json c = llama();
+  c["num_key_value_heads"] = 3;
+  expect_config_refused(c, "num_key_value_heads");
+}
+
+TEST_F(FamilyRunErrors, UnimplementedModelType) {
+  nlohmann::json c = llama();
+  c["model_type"] = "falcon";
+  expect_config_refused(c, "model_type");
+}

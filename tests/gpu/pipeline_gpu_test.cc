@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "tests/support/family_models.h"
 #include "tests/support/hf_fixtures.h"
 #include "tests/support/pipeline_invariance.h"
 
@@ -79,6 +80,39 @@ TEST(GpuPipeline, H2OKeptSetsIdenticalAcrossPlacements) {
 TEST(GpuPipeline, H2OKeptSetsEqualTheCpus) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
   const OptModel model(tiny_config(true));
+  const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(3));
+  GenerationSettings gen;
+  gen.gen_len = 8;
+  gen.eviction = policy::kv_rule("h2o", 0, 2, 3);
+  gen.capture_kept = true;
+  const auto ps = testing_support::prompts(8, 7);
+  const GenerateOutput cpu = generate_in_ram(model, w, ps, gen);
+  gen.device = Device::CUDA;
+  const GenerateOutput gpu = generate_in_ram(model, w, ps, gen);
+  EXPECT_EQ(gpu.kept, cpu.kept);
+  EXPECT_EQ(gpu.tokens, cpu.tokens);
+}
+
+// The LLaMA family (GQA, llama3 rotary scaling, Qwen2 biases) and GPT-NeoX on the GPU.
+TEST(GpuHuggingFace, FamiliesF32) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  for (const char* dir : {"llama-gqa", "llama3-rope", "qwen2-bias", "neox-partial"}) {
+    check_reference(dir, dir, ops::ComputeType::F32, Device::CUDA, kGpuF32MaxAbs,
+                    testing_support::kFamilyFixtures);
+  }
+}
+
+TEST(GpuPipeline, GroupedQueryH2OAcrossPlacements) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  expect_invariant(testing_support::llama_gqa_model(), policy::kv_rule("h2o", 0, 2, 3), 8, 8,
+                   PipelineDevice::Cuda);
+  expect_invariant(testing_support::neox_model(), KvRule{}, 5, 4, PipelineDevice::Cuda);
+}
+
+// Under GQA too the GPU keeps exactly the CPU's tokens per (layer, sequence, KV head).
+TEST(GpuPipeline, GroupedQueryH2OKeptSetsEqualTheCpus) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const LlamaModel model(testing_support::tiny_llama_gqa());
   const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(3));
   GenerationSettings gen;
   gen.gen_len = 8;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "models/loaders/hf_checkpoint.h"
+#include "models/loaders/hf_config.h"
 #include "tests/loaders/loaders_test_support.h"
 
 namespace h2oflex {
@@ -11,7 +12,7 @@ namespace {
 TEST(DemoModel, OpensWithConfigShapes) {
   const auto cp =
       HfCheckpoint::open(std::filesystem::path(H2OFLEX_SOURCE_DIR) / "models/demo/opt-demo");
-  const HfOptConfig& c = cp.config();
+  const HfOptConfig c = read_hf_opt_config(cp.dir());
   EXPECT_EQ(c.vocab_size, 4096);
   EXPECT_EQ(c.hidden_size, 128);
   EXPECT_EQ(c.num_attention_heads, 4);

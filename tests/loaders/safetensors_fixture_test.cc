@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/loaders/hf_checkpoint.h"
+#include "models/loaders/hf_config.h"
 #include "models/loaders/safetensors.h"
 #include "tests/loaders/loaders_test_support.h"
 
@@ -91,7 +92,7 @@ TEST_P(FixtureCheckpoint, EveryTensorMatchesPythonRecord) {
 TEST_P(FixtureCheckpoint, OpensAsHfCheckpointWithConfigShapes) {
   const auto& ck = expected()["checkpoints"][GetParam()];
   const auto cp = HfCheckpoint::open(fixture_dir() / ck["dir"].get<std::string>());
-  const HfOptConfig& c = cp.config();
+  const HfOptConfig c = read_hf_opt_config(cp.dir());
   EXPECT_EQ(c.vocab_size, 1000);
   EXPECT_EQ(c.hidden_size, 64);
   // Names without the "model." prefix resolve too; shapes follow the config.

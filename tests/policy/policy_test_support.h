@@ -28,22 +28,13 @@ inline HardwareProfile t4() {
 }
 
 inline ModelShape opt(int layers, int hidden, int heads) {
-  ModelShape m;
-  m.name = "opt";
-  m.layers = layers;
-  m.hidden = hidden;
-  m.ffn = 4 * hidden;
-  m.heads = heads;
   OptConfig c;
-  c.name = m.name;
+  c.name = "opt";
   c.layers = layers;
   c.hidden = c.word_embed_dim = hidden;
-  c.ffn = m.ffn;
+  c.ffn = 4 * hidden;
   c.heads = heads;
-  c.vocab = m.vocab;
-  c.max_positions = m.max_positions;
-  m.footprint = model_footprint(OptModel(c), DType::BF16);
-  return m;
+  return model_shape_for(OptModel(c));
 }
 
 }  // namespace h2oflex::policy::testing_support

@@ -1,6 +1,7 @@
-// The Hugging Face OPT fixtures (tools/gen_opt_fixtures.py): logits at every prompt position of a
-// left-padded batch and 16 greedy steps, and the check of the forward pass against them — shared
-// by the CPU tests (tests/model) and the GPU tests (tests/gpu).
+// The Hugging Face fixtures (tools/gen_opt_fixtures.py for OPT in tests/fixtures/opt,
+// tools/gen_family_fixtures.py for LLaMA / Qwen2 / GPT-NeoX in tests/fixtures/families): logits
+// at every prompt position of a left-padded batch and 16 greedy steps, and the check of the
+// forward pass against them — shared by the CPU tests (tests/model) and the GPU tests (tests/gpu).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,14 +22,17 @@
 namespace h2oflex::testing_support {
 
 inline const std::string kFixtures = std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/opt/";
+inline const std::string kFamilyFixtures =
+    std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/families/";
 
-inline nlohmann::json expected() {
-  std::ifstream in(kFixtures + "expected.json");
+inline nlohmann::json expected(const std::string& root = kFixtures) {
+  std::ifstream in(root + "expected.json");
   return nlohmann::json::parse(in);
 }
 
-inline std::vector<float> read_floats(const std::string& file, size_t n) {
-  std::ifstream in(kFixtures + file, std::ios::binary);
+inline std::vector<float> read_floats(const std::string& file, size_t n,
+                                      const std::string& root = kFixtures) {
+  std::ifstream in(root + file, std::ios::binary);
   std::vector<float> v(n);
   in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * 4));
   EXPECT_TRUE(in.good()) << file;
@@ -55,12 +59,12 @@ inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
 }
 
 inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e,
-                          Device device) {
-  const ModelSource src = open_model_source(kFixtures + dir, /*dummy=*/false, 0);
+                          Device device, const std::string& root = kFixtures) {
+  const ModelSource src = open_model_source(root + dir, /*dummy=*/false, 0);
   const DType wdt = matrix_dtype_for(ct);
   const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
   const auto ps = prompts(e);
-  const int64_t seq = 12;
+  const int64_t seq = static_cast<int64_t>(e["prompts"]["input_ids"][0].size());
   Captured c;
   GenerationSettings g;
   g.gen_len = e["greedy_steps"].get<int>();
@@ -105,13 +109,17 @@ inline Errors compare(const std::vector<float>& got, const std::vector<float>& r
 // `f32_max_abs`: the bound on logit errors with f32 arithmetic (bf16 has a relative bound).
 inline void check_reference(const std::string& dir, const std::string& ref_name,
                             ops::ComputeType ct, Device device = Device::CPU,
-                            double f32_max_abs = 1e-4) {
-  const nlohmann::json e = expected();
+                            double f32_max_abs = 1e-4, const std::string& root = kFixtures) {
+  const nlohmann::json e = expected(root);
+  ASSERT_TRUE(e["references"].contains(ref_name)) << ref_name;
   const auto& ref = e["references"][ref_name];
-  const Captured c = run_model(dir, ct, e, device);
-  const size_t vocab = 1000, steps = e["greedy_steps"].get<size_t>();
-  const std::vector<float> prefill = read_floats(ref["prefill_logits"]["file"], 26 * vocab);
-  const std::vector<float> greedy = read_floats(ref["greedy_logits"]["file"], steps * 3 * vocab);
+  const Captured c = run_model(dir, ct, e, device, root);
+  const size_t steps = e["greedy_steps"].get<size_t>();
+  const size_t rows = ref["prefill_logits"]["shape"][0].get<size_t>();
+  const size_t vocab = ref["prefill_logits"]["shape"][1].get<size_t>();
+  const std::vector<float> prefill = read_floats(ref["prefill_logits"]["file"], rows * vocab, root);
+  const std::vector<float> greedy =
+      read_floats(ref["greedy_logits"]["file"], steps * 3 * vocab, root);
   const bool f32 = ct == ops::ComputeType::F32;
   Errors pe = compare(c.prefill, prefill);
   std::vector<float> got_steps;

@@ -1,0 +1,46 @@
+// GPT-NeoX as a DecoderModel: LayerNorm, a fused query_key_value projection laid out per head
+// as [q, k, v], partial rotary positions (the first rot_dim dimensions of each head), GELU MLP,
+// parallel or sequential residual, untied embed_out. Checkpoint names are HF's
+// ("gpt_neox.layers.0.attention.query_key_value.weight", "embed_out.weight").
+#pragma once
+
+#include "models/decoder_model.h"
+#include "models/gpt_neox/neox_config.h"
+
+namespace h2oflex {
+
+class NeoxModel final : public DecoderModel {
+ public:
+  explicit NeoxModel(NeoxConfig cfg);
+
+  const NeoxConfig& config() const { return cfg_; }
+
+  const std::string& name() const override { return cfg_.name; }
+  int64_t layers() const override { return cfg_.layers; }
+  int64_t hidden() const override { return cfg_.hidden; }
+  int64_t vocab() const override { return cfg_.vocab; }
+  int64_t max_positions() const override { return cfg_.max_positions; }
+  SpecialTokens special_tokens() const override { return {cfg_.bos_id, cfg_.eos_id, cfg_.pad_id}; }
+  KvGeometry kv_geometry() const override;
+  const std::vector<WeightSpec>& weight_specs() const override { return specs_; }
+  const std::vector<std::vector<size_t>>& unit_tensors() const override { return units_; }
+  std::unique_ptr<UnitWeights> bind(int unit, const std::vector<Tensor>& tensors) const override;
+
+  void embed(const UnitWeights& unit, ops::ComputeType ct, const Tensor& ids,
+             const Tensor& positions, Tensor& hidden) const override;
+  void attention_input(const UnitWeights& layer, ops::ComputeType ct, const Tensor& hidden,
+                       const Tensor& positions, Tensor& q, Tensor& k, Tensor& v) const override;
+  void layer_finish(const UnitWeights& layer, ops::ComputeType ct, Tensor& hidden,
+                    const Tensor& attn) const override;
+  void logits(const UnitWeights& head, ops::ComputeType ct, const Tensor& hidden,
+              Tensor& logits) const override;
+  int64_t scratch_elems_per_row() const override;
+
+ private:
+  NeoxConfig cfg_;
+  std::vector<WeightSpec> specs_;
+  std::vector<std::vector<size_t>> units_;
+  Tensor inv_freq_;  // host f32 [rot_dim / 2]
+};
+
+}  // namespace h2oflex
