@@ -413,11 +413,13 @@ BpeTokenizer BpeTokenizer::load(const std::filesystem::path& dir) {
 }
 
 BpeTokenizer BpeTokenizer::load_tokenizer_json(const std::filesystem::path& file) {
-  const TokenizerFiles files = tokenizer::read_tokenizer_json(file);
+  TokenizerFiles files = tokenizer::read_tokenizer_json(file);
   H2OFLEX_INPUT_CHECK(files.not_gpt2_key.empty(), "tokenizer file ", file.string(),
                       ": unsupported setting ", files.not_gpt2_key,
                       " for a GPT-2/OPT tokenizer (only GPT-2 byte-level BPE is read here; "
                       "load_tokenizer() reads the other kinds)");
+  // GPT-2 token bytes are their decoding, whatever the file's decoder says (null included).
+  files.decoder = {{tokenizer::DecoderStep::Kind::kByteLevel, "", "", 0, 0, false}};
   auto tables = std::make_shared<Tables>(files);
   tables->use_opt_conventions(files.vocab_source);
   return BpeTokenizer(std::move(tables));

@@ -77,7 +77,8 @@ TEST_F(ModelDir, SplitPatternThatPcre2CannotCompile) {
   // \S has no White_Space rewrite inside a character class.
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "[\\S\\d]+";
   write("tokenizer.json", j);
-  expect_error({"pre_tokenizer.pretokenizers[0].pattern.Regex", "\\S inside a character class"});
+  expect_error({"tokenizer.json", "pre_tokenizer.pretokenizers[0].pattern.Regex",
+                "\\S inside a character class"});
 }
 
 TEST_F(ModelDir, TheSplitPatternComesFromTheFile) {
@@ -112,31 +113,31 @@ TEST_F(ModelDir, UnknownStagesAndSettingsNameTheirKey) {
        {"normalizers",
         json::array({{{"type", "NFC"}},
                      {{"type", "Replace"}, {"pattern", {{"Regex", "\\s+"}}}, {"content", " "}}})}});
-  expect_error({"normalizer.normalizers[1].pattern", "String"});
+  expect_error({"tokenizer.json", "normalizer.normalizers[1].pattern", "String"});
   with("/pre_tokenizer", {{"type", "Whitespace"}});
   expect_error({"tokenizer.json", "pre_tokenizer.type", "'Whitespace'"});
   with("/pre_tokenizer/add_prefix_space", true);
-  expect_error({"pre_tokenizer.add_prefix_space"});
+  expect_error({"tokenizer.json", "pre_tokenizer.add_prefix_space"});
   with("/pre_tokenizer",
        {{"type", "Sequence"},
         {"pretokenizers",
          json::array(
              {{{"type", "ByteLevel"}},
               {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Isolated"}}})}});
-  expect_error({"pre_tokenizer.pretokenizers[1]", "ByteLevel must come last"});
+  expect_error({"tokenizer.json", "pre_tokenizer.pretokenizers[1]", "ByteLevel must come last"});
   with("/pre_tokenizer", {{"type", "Split"},
                           {"pattern", {{"String", " "}}},
                           {"behavior", "Removed"},
                           {"invert", false}});
-  expect_error({"pre_tokenizer.behavior", "Isolated"});
+  expect_error({"tokenizer.json", "pre_tokenizer.behavior", "Isolated"});
   with("/pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "ab"}});
-  expect_error({"pre_tokenizer.replacement", "single character"});
+  expect_error({"tokenizer.json", "pre_tokenizer.replacement", "single character"});
   with("/model/type", "WordPiece");
   expect_error({"tokenizer.json", "model.type", "WordPiece"});
   with("/model/dropout", 0.1);
-  expect_error({"model.dropout"});
+  expect_error({"tokenizer.json", "model.dropout"});
   with("/model/unk_token", "<nope>");
-  expect_error({"model.unk_token", "<nope>"});
+  expect_error({"tokenizer.json", "model.unk_token", "<nope>"});
   with("/decoder", {{"type", "WordPiece"}});
   expect_error({"tokenizer.json", "decoder.type", "'WordPiece'"});
   with("/post_processor", {{"type", "RobertaProcessing"}});
@@ -144,7 +145,7 @@ TEST_F(ModelDir, UnknownStagesAndSettingsNameTheirKey) {
   with("/truncation", {{"max_length", 8}});
   expect_error({"tokenizer.json", "truncation"});
   with("/added_tokens/0/lstrip", "yes");
-  expect_error({"added_tokens[0].lstrip", "true or false"});
+  expect_error({"tokenizer.json", "added_tokens[0].lstrip", "true or false"});
 }
 
 TEST_F(ModelDir, TemplatesAndTheirTokens) {
@@ -152,12 +153,12 @@ TEST_F(ModelDir, TemplatesAndTheirTokens) {
   json& single = j["post_processor"]["single"];
   single.insert(single.begin(), single[0]);  // <s> <s> $A
   write("tokenizer.json", j);
-  expect_error({"post_processor.single", "more than one token"});
+  expect_error({"tokenizer.json", "post_processor.single", "more than one token"});
   j = read("tokenizer.json");
   j["post_processor"]["single"].erase(0);
   j["post_processor"]["single"][0]["SpecialToken"]["id"] = "<bos>";  // <bos> $A
   write("tokenizer.json", j);
-  expect_error({"post_processor.special_tokens.<bos>", "lacks it"});
+  expect_error({"tokenizer.json", "post_processor.special_tokens.<bos>", "lacks it"});
 }
 
 TEST_F(ModelDir, TokenizerConfigDecidesBosAndEos) {
