@@ -10,7 +10,8 @@ namespace h2oflex::tokenizer {
 // A compiled Split pattern. Hugging Face compiles these patterns with Oniguruma; here PCRE2 runs
 // them in UTF and Unicode-property mode, which reads the pattern syntax the same way. The one
 // class the two engines define differently, \s (Oniguruma: the White_Space property; PCRE2 adds
-// U+180E), is rewritten to White_Space before compiling. \p{...} uses PCRE2's Unicode data.
+// U+180E), is rewritten to White_Space before compiling. \p{...} uses PCRE2's own Unicode data,
+// which may be older than the reference's: characters assigned since then count as unassigned.
 //
 // Immutable after construction; split() may be called from several threads at once.
 class RegexSplitter {
