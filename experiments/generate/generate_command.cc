@@ -80,7 +80,7 @@ BpeTokenizer load_job_tokenizer(const std::string& model) {
   H2OFLEX_INPUT_CHECK(fs::is_directory(model), "model '", model,
                       "' is not a directory: generate needs the model's tokenizer files "
                       "(tokenizer.json, or vocab.json + merges.txt) beside its config.json");
-  return BpeTokenizer::load(model);
+  return load_tokenizer(model);
 }
 
 }  // namespace

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "models/tokenizer/added_tokens.h"
 #include "models/tokenizer/byte_level.h"
-#include "models/tokenizer/gpt2_pretokenizer.h"
+#include "models/tokenizer/pipeline.h"
+#include "models/tokenizer/special_token_config.h"
 #include "models/tokenizer/tokenizer_files.h"
 #include "models/tokenizer/utf8.h"
 #include "runtime/core/error.h"
@@ -44,44 +47,79 @@ struct Merge {
 constexpr size_t kMaxCachedPieceBytes = 128;
 constexpr size_t kMaxCacheEntries = 1 << 16;
 
+// SentencePiece's byte tokens "<0x00>" .. "<0xFF>".
+std::string byte_token(uint8_t b) {
+  char name[8];
+  std::snprintf(name, sizeof(name), "<0x%02X>", b);
+  return name;
+}
+
 }  // namespace
 
 struct BpeTokenizer::Tables {
   StringMap token_to_id;
-  std::vector<std::string> id_to_bytes;  // what each id decodes to
+  std::vector<std::string> id_to_token;  // the token as the files spell it (decoder input)
+  std::vector<std::string> id_to_bytes;  // what each id decodes to under a ByteLevel decoder
   std::vector<bool> has_token;           // ids can have gaps
   std::vector<bool> special;
-  std::array<int32_t, 256> byte_ids{};  // the single-byte token of each byte
   std::unordered_map<uint64_t, Merge> merges;
-  // Added tokens matched in the text, longest first so the first hit is the longest match.
-  std::vector<std::pair<std::string, int32_t>> added;
-  std::array<bool, 256> added_first_byte{};
+
+  tokenizer::AddedTokenMatcher raw_added;         // matched in the text as given
+  tokenizer::AddedTokenMatcher normalized_added;  // matched after the normalizer
+  std::vector<tokenizer::NormalizerStep> normalizer;
+  std::vector<tokenizer::PreTokenizerStep> pre_tokenizer;
+  std::vector<tokenizer::DecoderStep> decoder;
+  bool byte_level_decoder = false;  // decoder is exactly ByteLevel: id_to_bytes suffices
+
+  bool byte_level = true;
+  std::array<int32_t, 256> byte_ids{};      // byte level: the single-byte token of each byte
+  std::array<int32_t, 256> fallback_ids{};  // characters: "<0xXX>" tokens, -1 where absent
+  bool ignore_merges = false;
+  bool byte_fallback = false;
+  bool fuse_unk = false;
+  int32_t unk = -1;
+
+  std::vector<int32_t> prefix;  // put before the text by encode(.., add_bos = true)
+  std::vector<int32_t> suffix;  // and after it
+  int32_t bos = -1;
   int32_t eos = -1;
   int32_t pad = -1;
+  std::vector<int32_t> stop_ids;
 
   // Pieces seen before; filled up to kMaxCacheEntries, then only read.
   mutable std::shared_mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
 
   explicit Tables(const TokenizerFiles& files);
-  void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
-  void encode_piece(std::string_view piece, std::vector<int32_t>& out) const;
-  void merge_piece(std::string_view piece, std::vector<int32_t>& out) const;
+  void use_opt_conventions(const std::string& source);
+  void use_model_conventions(const TokenizerFiles& files,
+                             const tokenizer::SpecialTokenConfig& config);
+  void encode_text(std::string_view text, size_t offset, std::vector<int32_t>& out) const;
+  void encode_piece(const tokenizer::Piece& piece, std::vector<int32_t>& out) const;
+  void initial_symbols(std::string_view piece, std::vector<int32_t>& symbols) const;
+  void merge_symbols(const std::vector<int32_t>& initial, std::vector<int32_t>& out) const;
 };
 
-BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
+BpeTokenizer::Tables::Tables(const TokenizerFiles& files)
+    : normalizer(files.normalizer),
+      pre_tokenizer(files.pre_tokenizer),
+      decoder(files.decoder),
+      byte_level(files.byte_level),
+      ignore_merges(files.ignore_merges),
+      byte_fallback(files.byte_fallback),
+      fuse_unk(files.fuse_unk) {
   const std::string& source = files.vocab_source;
   int32_t max_id = -1;
   for (const auto& [token, id] : files.vocab) max_id = std::max(max_id, id);
   for (const AddedToken& t : files.added) max_id = std::max(max_id, t.id);
+  id_to_token.resize(size_t(max_id + 1));
   id_to_bytes.resize(size_t(max_id + 1));
   has_token.resize(size_t(max_id + 1));
   special.resize(size_t(max_id + 1));
 
   for (const auto& [token, id] : files.vocab) {
     token_to_id.emplace(token, id);
-    // A token that is not made of byte symbols decodes to its own text, as in Hugging Face.
-    id_to_bytes[id] = tokenizer::symbols_to_bytes(token).value_or(token);
+    id_to_token[id] = token;
     has_token[id] = true;
   }
   for (const AddedToken& t : files.added) {
@@ -96,21 +134,46 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
       token_to_id.emplace(t.content, t.id);
       has_token[t.id] = true;
     }
-    id_to_bytes[t.id] = t.content;  // added tokens decode to their text
     special[t.id] = t.special;
-    added.emplace_back(t.content, t.id);
-    added_first_byte[uint8_t(t.content[0])] = true;
+    // A normalized token is looked for in normalized text, so its own text is normalized too;
+    // Hugging Face also decodes it to that normalized text.
+    if (t.normalized) {
+      id_to_token[t.id] = tokenizer::normalize(normalizer, t.content);
+      normalized_added.add(id_to_token[t.id], t.id, t.single_word, t.lstrip, t.rstrip);
+    } else {
+      id_to_token[t.id] = t.content;
+      raw_added.add(t.content, t.id, t.single_word, t.lstrip, t.rstrip);
+    }
   }
-  std::stable_sort(added.begin(), added.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  // A token that is not made of byte symbols decodes to its own text, as in Hugging Face.
+  for (size_t id = 0; id < id_to_token.size(); ++id) {
+    if (has_token[id])
+      id_to_bytes[id] = tokenizer::symbols_to_bytes(id_to_token[id]).value_or(id_to_token[id]);
+  }
+  byte_level_decoder =
+      decoder.size() == 1 && decoder[0].kind == tokenizer::DecoderStep::Kind::kByteLevel;
 
-  for (int b = 0; b < 256; ++b) {
-    const std::string symbol = tokenizer::bytes_to_symbols(std::string(1, char(b)));
-    const auto it = token_to_id.find(symbol);
+  if (byte_level) {
+    for (int b = 0; b < 256; ++b) {
+      const std::string symbol = tokenizer::bytes_to_symbols(std::string(1, char(b)));
+      const auto it = token_to_id.find(symbol);
+      H2OFLEX_INPUT_CHECK(it != token_to_id.end(), "tokenizer file ", source,
+                          ": the vocabulary lacks the byte token '", symbol, "' (byte ", b,
+                          "), so not every text can be encoded");
+      byte_ids[b] = it->second;
+    }
+  } else {
+    for (int b = 0; b < 256; ++b) {
+      const auto it = token_to_id.find(byte_token(uint8_t(b)));
+      fallback_ids[b] = it == token_to_id.end() ? -1 : it->second;
+    }
+  }
+  if (files.unk_token) {
+    const auto it = token_to_id.find(*files.unk_token);
     H2OFLEX_INPUT_CHECK(it != token_to_id.end(), "tokenizer file ", source,
-                        ": the vocabulary lacks the byte token '", symbol, "' (byte ", b,
-                        "), so not every text can be encoded");
-    byte_ids[b] = it->second;
+                        ": model.unk_token: ", quote_excerpt(*files.unk_token),
+                        " is not in model.vocab");
+    unk = it->second;
   }
 
   merges.reserve(files.merges.size());
@@ -128,7 +191,9 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
     // A repeated rule keeps its last rank, as Hugging Face and GPT-2's encoder.py do.
     merges[pair_key(left->second, right->second)] = {int32_t(rank), merged->second};
   }
+}
 
+void BpeTokenizer::Tables::use_opt_conventions(const std::string& source) {
   const auto required = [&](const char* token) {
     const auto it = token_to_id.find(std::string_view(token));
     H2OFLEX_INPUT_CHECK(it != token_to_id.end(), "tokenizer file ", source,
@@ -137,12 +202,74 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files) {
   };
   eos = required(tokenizer::kOptEosToken);
   pad = required(tokenizer::kOptPadToken);
+  bos = eos;
+  prefix = {eos};
+  stop_ids = {eos};
 }
 
-void BpeTokenizer::Tables::merge_piece(std::string_view piece, std::vector<int32_t>& out) const {
-  // Symbols form a linked list over the piece's bytes; a merge joins a symbol with its right
-  // neighbour. Candidates are taken lowest rank first, leftmost first among equal ranks, and
-  // re-checked when popped because earlier merges may have consumed their symbols.
+void BpeTokenizer::Tables::use_model_conventions(const TokenizerFiles& files,
+                                                 const tokenizer::SpecialTokenConfig& config) {
+  for (int32_t id : files.template_prefix) {
+    H2OFLEX_INPUT_CHECK(id < int32_t(has_token.size()) && has_token[id], "tokenizer file ",
+                        files.vocab_source, ": post_processor: id ", id, " names no token");
+  }
+  for (int32_t id : files.template_suffix) {
+    H2OFLEX_INPUT_CHECK(id < int32_t(has_token.size()) && has_token[id], "tokenizer file ",
+                        files.vocab_source, ": post_processor: id ", id, " names no token");
+  }
+  // A named token's id; -1 when the file says null.
+  const auto id_of = [&](const tokenizer::NamedToken& t) {
+    if (!t.name) return -1;
+    const auto it = token_to_id.find(*t.name);
+    H2OFLEX_INPUT_CHECK(it != token_to_id.end(), t.where, ": token ", quote_excerpt(*t.name),
+                        " is not in the tokenizer's vocabulary");
+    return it->second;
+  };
+  const auto first_or = [](const std::vector<int32_t>& ids, int32_t fallback) {
+    return ids.empty() ? fallback : ids.front();
+  };
+
+  if (config.bos.given) {
+    bos = id_of(config.bos);
+  } else if (!files.template_prefix.empty()) {
+    bos = files.template_prefix.front();
+  } else {
+    bos = config.config_bos_id.value_or(-1);
+  }
+  if (config.eos.given) {
+    eos = id_of(config.eos);
+  } else {
+    eos = first_or(config.generation_eos_ids,
+                   first_or(config.config_eos_ids, first_or(files.template_suffix, -1)));
+  }
+  pad = config.pad.given ? id_of(config.pad) : config.config_pad_id.value_or(-1);
+
+  prefix = files.template_prefix;
+  if (config.add_bos) {
+    H2OFLEX_INPUT_CHECK(!*config.add_bos || bos >= 0, config.add_bos_where,
+                        ": true, but the model names no bos_token");
+    prefix = *config.add_bos ? std::vector<int32_t>{bos} : std::vector<int32_t>{};
+  }
+  suffix = files.template_suffix;
+  if (config.add_eos) {
+    H2OFLEX_INPUT_CHECK(!*config.add_eos || eos >= 0, config.add_eos_where,
+                        ": true, but the model names no eos_token");
+    suffix = *config.add_eos ? std::vector<int32_t>{eos} : std::vector<int32_t>{};
+  }
+
+  if (eos >= 0) stop_ids.push_back(eos);
+  const std::vector<int32_t>& listed =
+      config.has_generation_config ? config.generation_eos_ids : config.config_eos_ids;
+  stop_ids.insert(stop_ids.end(), listed.begin(), listed.end());
+  std::sort(stop_ids.begin(), stop_ids.end());
+  stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
+}
+
+void BpeTokenizer::Tables::merge_symbols(const std::vector<int32_t>& initial,
+                                         std::vector<int32_t>& out) const {
+  // Symbols form a linked list; a merge joins a symbol with its right neighbour. Candidates are
+  // taken lowest rank first, leftmost first among equal ranks, and re-checked when popped
+  // because earlier merges may have consumed their symbols.
   struct Symbol {
     int32_t id;
     int32_t prev;
@@ -155,11 +282,10 @@ void BpeTokenizer::Tables::merge_piece(std::string_view piece, std::vector<int32
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
-  const int32_t n = int32_t(piece.size());
+  const int32_t n = int32_t(initial.size());
+  if (n == 0) return;
   std::vector<Symbol> symbols(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) {
-    symbols[i] = {byte_ids[uint8_t(piece[i])], i - 1, i + 1 < n ? i + 1 : -1};
-  }
+  for (int32_t i = 0; i < n; ++i) symbols[i] = {initial[i], i - 1, i + 1 < n ? i + 1 : -1};
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   const auto find_merge = [&](int32_t pos) -> const Merge* {
     const int32_t next = symbols[pos].next;
@@ -189,33 +315,93 @@ void BpeTokenizer::Tables::merge_piece(std::string_view piece, std::vector<int32
   for (int32_t i = 0; i >= 0 && i < n; i = symbols[i].next) out.push_back(symbols[i].id);
 }
 
-void BpeTokenizer::Tables::encode_piece(std::string_view piece, std::vector<int32_t>& out) const {
-  if (piece.size() == 1) {
-    out.push_back(byte_ids[uint8_t(piece[0])]);
+void BpeTokenizer::Tables::initial_symbols(std::string_view piece,
+                                           std::vector<int32_t>& symbols) const {
+  if (byte_level) {
+    for (char c : piece) symbols.push_back(byte_ids[uint8_t(c)]);
     return;
   }
-  if (piece.size() > kMaxCachedPieceBytes) {
-    merge_piece(piece, out);
+  // One symbol per character; a character missing from the vocabulary becomes its byte tokens
+  // (byte fallback) or the unknown token, fused with unknown neighbours when fuse_unk is set.
+  // As in Hugging Face, a pending unknown token is written out only before the next known
+  // character (byte tokens do not flush it).
+  bool pending_unk = false;
+  for (size_t pos = 0; pos < piece.size();) {
+    const size_t length = tokenizer::decode_utf8_at(piece, pos).length;
+    const std::string_view ch = piece.substr(pos, length);
+    pos += length;
+    const auto it = token_to_id.find(ch);
+    if (it != token_to_id.end()) {
+      if (pending_unk) symbols.push_back(unk);
+      pending_unk = false;
+      symbols.push_back(it->second);
+      continue;
+    }
+    if (byte_fallback &&
+        std::all_of(ch.begin(), ch.end(), [&](char b) { return fallback_ids[uint8_t(b)] >= 0; })) {
+      for (char b : ch) symbols.push_back(fallback_ids[uint8_t(b)]);
+      continue;
+    }
+    if (unk < 0) continue;  // no unknown token: the character is dropped
+    if (pending_unk && !fuse_unk) symbols.push_back(unk);
+    pending_unk = true;
+  }
+  if (pending_unk) symbols.push_back(unk);
+}
+
+void BpeTokenizer::Tables::encode_piece(const tokenizer::Piece& piece,
+                                        std::vector<int32_t>& out) const {
+  const std::string& text = piece.text;
+  if (byte_level && text.size() == 1) {
+    out.push_back(byte_ids[uint8_t(text[0])]);
     return;
   }
-  {
+  if (ignore_merges) {
+    // A piece that is a token as a whole is that token, merges or not.
+    const auto it = token_to_id.find(byte_level ? tokenizer::bytes_to_symbols(text) : text);
+    if (it != token_to_id.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  }
+  const bool cacheable = text.size() <= kMaxCachedPieceBytes;
+  if (cacheable) {
     std::shared_lock lock(cache_mutex);
-    const auto it = cache.find(piece);
+    const auto it = cache.find(text);
     if (it != cache.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
     }
   }
+  std::vector<int32_t> symbols;
+  symbols.reserve(text.size());
+  initial_symbols(text, symbols);
   const size_t start = out.size();
-  merge_piece(piece, out);
+  merge_symbols(symbols, out);
+  if (!cacheable) return;
   std::unique_lock lock(cache_mutex);
   if (cache.size() < kMaxCacheEntries) {
-    cache.emplace(std::string(piece), std::vector<int32_t>(out.begin() + start, out.end()));
+    cache.emplace(text, std::vector<int32_t>(out.begin() + start, out.end()));
   }
 }
 
-void BpeTokenizer::Tables::encode_plain(std::string_view text, std::vector<int32_t>& out) const {
-  for (std::string_view piece : tokenizer::split_gpt2(text)) encode_piece(piece, out);
+void BpeTokenizer::Tables::encode_text(std::string_view text, size_t offset,
+                                       std::vector<int32_t>& out) const {
+  // As Hugging Face: normalize the stretch between raw added tokens, look for the normalized
+  // added tokens in the result, pre-tokenize what lies between them and run BPE on each piece.
+  const std::string normalized = tokenizer::normalize(normalizer, text);
+  std::vector<tokenizer::TextSegment> segments;
+  normalized_added.split(normalized, segments);
+  std::vector<tokenizer::Piece> pieces;
+  for (const tokenizer::TextSegment& s : segments) {
+    if (s.id >= 0) {
+      out.push_back(s.id);
+      continue;
+    }
+    pieces.clear();
+    tokenizer::pre_tokenize(pre_tokenizer, s.text, offset == 0 && s.offset == 0, pieces);
+    for (const tokenizer::Piece& p : pieces) encode_piece(p, out);
+  }
 }
 
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const Tables> tables) : tables_(std::move(tables)) {}
@@ -227,70 +413,119 @@ BpeTokenizer BpeTokenizer::load(const std::filesystem::path& dir) {
 }
 
 BpeTokenizer BpeTokenizer::load_tokenizer_json(const std::filesystem::path& file) {
-  return BpeTokenizer(std::make_shared<const Tables>(tokenizer::read_tokenizer_json(file)));
+  TokenizerFiles files = tokenizer::read_tokenizer_json(file);
+  H2OFLEX_INPUT_CHECK(files.not_gpt2_key.empty(), "tokenizer file ", file.string(),
+                      ": unsupported setting ", files.not_gpt2_key,
+                      " for a GPT-2/OPT tokenizer (only GPT-2 byte-level BPE is read here; "
+                      "load_tokenizer() reads the other kinds)");
+  // GPT-2 token bytes are their decoding, whatever the file's decoder says (null included).
+  files.decoder = {{tokenizer::DecoderStep::Kind::kByteLevel, "", "", 0, 0, false}};
+  auto tables = std::make_shared<Tables>(files);
+  tables->use_opt_conventions(files.vocab_source);
+  return BpeTokenizer(std::move(tables));
 }
 
 BpeTokenizer BpeTokenizer::load_vocab_merges(const std::filesystem::path& vocab_file,
                                              const std::filesystem::path& merges_file) {
-  return BpeTokenizer(
-      std::make_shared<const Tables>(tokenizer::read_vocab_merges(vocab_file, merges_file)));
+  const TokenizerFiles files = tokenizer::read_vocab_merges(vocab_file, merges_file);
+  auto tables = std::make_shared<Tables>(files);
+  tables->use_opt_conventions(files.vocab_source);
+  return BpeTokenizer(std::move(tables));
+}
+
+BpeTokenizer BpeTokenizer::load_model_dir(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  H2OFLEX_INPUT_CHECK(fs::is_directory(dir), "tokenizer directory ", dir.string(),
+                      ": not a directory");
+  const fs::path json_file = dir / "tokenizer.json";
+  if (!fs::exists(json_file)) {
+    const bool has_gpt2_files = fs::exists(dir / "vocab.json") || fs::exists(dir / "merges.txt");
+    H2OFLEX_INPUT_CHECK(
+        has_gpt2_files || !fs::exists(dir / "tokenizer.model"), "tokenizer file ",
+        (dir / "tokenizer.model").string(),
+        ": SentencePiece tokenizer.model files are not read; convert it to tokenizer.json "
+        "(for example transformers' AutoTokenizer.from_pretrained(dir).save_pretrained(dir))");
+    H2OFLEX_INPUT_CHECK(has_gpt2_files, "tokenizer directory ", dir.string(),
+                        ": no tokenizer.json, or vocab.json + merges.txt");
+    return load_vocab_merges(dir / "vocab.json", dir / "merges.txt");
+  }
+  const TokenizerFiles files = tokenizer::read_tokenizer_json(json_file);
+  auto tables = std::make_shared<Tables>(files);
+  tables->use_model_conventions(files, tokenizer::read_special_token_config(dir));
+  return BpeTokenizer(std::move(tables));
+}
+
+BpeTokenizer load_tokenizer(const std::filesystem::path& model_dir) {
+  return BpeTokenizer::load_model_dir(model_dir);
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
   const Tables& t = *tables_;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
-  if (add_bos) ids.push_back(t.eos);
-
-  // Split around added tokens (leftmost, then longest match); BPE the text between them.
-  size_t plain_start = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const std::pair<std::string, int32_t>* hit = nullptr;
-    if (t.added_first_byte[uint8_t(text[pos])]) {
-      for (const auto& candidate : t.added) {
-        if (text.substr(pos).starts_with(candidate.first)) {
-          hit = &candidate;
-          break;
-        }
-      }
+  if (add_bos) ids.insert(ids.end(), t.prefix.begin(), t.prefix.end());
+  std::vector<tokenizer::TextSegment> segments;
+  t.raw_added.split(text, segments);
+  for (const tokenizer::TextSegment& s : segments) {
+    if (s.id >= 0) {
+      ids.push_back(s.id);
+    } else {
+      t.encode_text(s.text, s.offset, ids);
     }
-    if (hit == nullptr) {
-      ++pos;
-      continue;
-    }
-    t.encode_plain(text.substr(plain_start, pos - plain_start), ids);
-    ids.push_back(hit->second);
-    pos += hit->first.size();
-    plain_start = pos;
   }
-  t.encode_plain(text.substr(plain_start), ids);
+  if (add_bos) ids.insert(ids.end(), t.suffix.begin(), t.suffix.end());
   return ids;
 }
 
-std::string BpeTokenizer::decode_bytes(std::span<const int32_t> ids, bool skip_special) const {
+std::string BpeTokenizer::decode_impl(std::span<const int32_t> ids, bool skip_special,
+                                      bool lossy) const {
   const Tables& t = *tables_;
-  std::string out;
-  for (int32_t id : ids) {
-    if (id < 0 || size_t(id) >= t.has_token.size() || !t.has_token[id]) continue;
-    if (skip_special && t.special[id]) continue;
-    out += t.id_to_bytes[id];
+  const auto wanted = [&](int32_t id) {
+    return id >= 0 && size_t(id) < t.has_token.size() && t.has_token[id] &&
+           !(skip_special && t.special[id]);
+  };
+  if (t.byte_level_decoder) {
+    std::string out;
+    for (int32_t id : ids) {
+      if (wanted(id)) out += t.id_to_bytes[id];
+    }
+    return lossy ? tokenizer::to_valid_utf8(out) : out;
   }
-  return out;
+  std::vector<std::string> tokens;
+  for (int32_t id : ids) {
+    if (wanted(id)) tokens.push_back(t.id_to_token[id]);
+  }
+  std::string out = tokenizer::decode_tokens(t.decoder, std::move(tokens), lossy);
+  return lossy ? tokenizer::to_valid_utf8(out) : out;
+}
+
+std::string BpeTokenizer::decode_bytes(std::span<const int32_t> ids, bool skip_special) const {
+  return decode_impl(ids, skip_special, /*lossy=*/false);
 }
 
 std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
-  return tokenizer::to_valid_utf8(decode_bytes(ids, skip_special));
+  return decode_impl(ids, skip_special, /*lossy=*/true);
 }
 
+std::optional<int32_t> BpeTokenizer::bos_to_prepend() const {
+  if (tables_->prefix.empty()) return std::nullopt;
+  return tables_->prefix.front();
+}
+std::optional<int32_t> BpeTokenizer::eos_to_append() const {
+  if (tables_->suffix.empty()) return std::nullopt;
+  return tables_->suffix.front();
+}
 int32_t BpeTokenizer::bos_id() const {
-  return tables_->eos;
+  return tables_->bos;
 }
 int32_t BpeTokenizer::eos_id() const {
   return tables_->eos;
 }
 int32_t BpeTokenizer::pad_id() const {
   return tables_->pad;
+}
+const std::vector<int32_t>& BpeTokenizer::stop_ids() const {
+  return tables_->stop_ids;
 }
 size_t BpeTokenizer::vocab_size() const {
   return tables_->has_token.size();

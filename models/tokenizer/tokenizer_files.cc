@@ -1,14 +1,12 @@
 #include "models/tokenizer/tokenizer_files.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
+#include "models/tokenizer/json_fields.h"
+#include "models/tokenizer/pipeline_json.h"
 #include "runtime/core/error.h"
 #include "runtime/core/quote.h"
 
@@ -16,26 +14,6 @@ namespace h2oflex::tokenizer {
 namespace {
 
 using nlohmann::json;
-
-std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  H2OFLEX_INPUT_CHECK(in.is_open(), "tokenizer file ", file.string(),
-                      ": cannot open: ", std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  H2OFLEX_INPUT_CHECK(!in.bad(), "tokenizer file ", file.string(), ": read failed");
-  return buf.str();
-}
-
-json parse_json(const std::filesystem::path& file) {
-  const std::string text = read_file(file);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw InputError(
-        detail::concat("tokenizer file ", file.string(), ": malformed JSON: ", e.what()));
-  }
-}
 
 // Reads {token: id, ...}; ids must be distinct non-negative 32-bit integers.
 std::vector<std::pair<std::string, int32_t>> parse_vocab(const json& vocab,
@@ -78,61 +56,82 @@ std::vector<AddedToken> opt_added_tokens(
   return added;
 }
 
-// The value at key, or null when absent.
-const json& field(const json& object, const char* key) {
-  static const json null_value;
-  const auto it = object.find(key);
-  return it == object.end() ? null_value : *it;
-}
-
-void check_supported(const json& root, const std::string& file) {
-  const auto unsupported = [&](const std::string& what) {
-    throw InputError(detail::concat("tokenizer file ", file, ": unsupported setting ", what,
-                                    " (only GPT-2 byte-level BPE is implemented)"));
-  };
-  H2OFLEX_INPUT_CHECK(root.is_object(), "tokenizer file ", file, ": top level is not an object");
-  const json& model = field(root, "model");
-  H2OFLEX_INPUT_CHECK(model.is_object(), "tokenizer file ", file, ": missing object 'model'");
-  const json& type = field(model, "type");
-  if (!type.is_null() && type != "BPE") unsupported("model.type=" + type.dump());
-  if (!field(model, "dropout").is_null()) unsupported("model.dropout");
-  for (const char* key : {"ignore_merges", "byte_fallback"}) {
-    if (field(model, key) == true) unsupported(std::string("model.") + key);
-  }
-  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    const json& v = field(model, key);
-    if (!v.is_null() && v != "") unsupported(std::string("model.") + key);
-  }
-  if (!field(root, "normalizer").is_null()) unsupported("normalizer");
-  const json& pre = field(root, "pre_tokenizer");
-  if (!pre.is_object() || field(pre, "type") != "ByteLevel") {
-    unsupported("pre_tokenizer (want ByteLevel)");
-  }
-  if (field(pre, "add_prefix_space") == true) unsupported("pre_tokenizer.add_prefix_space=true");
-  if (field(pre, "use_regex") == false) unsupported("pre_tokenizer.use_regex=false");
-}
-
-std::vector<AddedToken> parse_added_tokens(const json& list, const std::string& file) {
+std::vector<AddedToken> parse_added_tokens(const json& list, const JsonWhere& where) {
   std::vector<AddedToken> added;
   if (list.is_null()) return added;
-  H2OFLEX_INPUT_CHECK(list.is_array(), "tokenizer file ", file, ": added_tokens is not an array");
+  if (!list.is_array()) where.fail("expected an array, got " + shown(list));
   for (size_t i = 0; i < list.size(); ++i) {
     const json& t = list[i];
-    const std::string where = detail::concat("tokenizer file ", file, ": added_tokens[", i, "]");
-    H2OFLEX_INPUT_CHECK(t.is_object() && t.contains("id") && t.contains("content"), where,
+    const JsonWhere at = where.at(i);
+    H2OFLEX_INPUT_CHECK(t.is_object() && t.contains("id") && t.contains("content"), at.str(),
                         ": needs 'id' and 'content'");
     H2OFLEX_INPUT_CHECK(t["id"].is_number_integer() && t["id"].get<int64_t>() >= 0 &&
                             t["id"].get<int64_t>() <= std::numeric_limits<int32_t>::max(),
-                        where, ": bad id");
-    H2OFLEX_INPUT_CHECK(t["content"].is_string() && !t["content"].get<std::string>().empty(), where,
-                        ": content must be a non-empty string");
-    for (const char* key : {"lstrip", "rstrip", "single_word"}) {
-      H2OFLEX_INPUT_CHECK(field(t, key) != true, where, ": unsupported setting ", key, "=true");
-    }
-    added.push_back(
-        {t["id"].get<int32_t>(), t["content"].get<std::string>(), field(t, "special") == true});
+                        at.str(), ": bad id");
+    H2OFLEX_INPUT_CHECK(t["content"].is_string() && !t["content"].get<std::string>().empty(),
+                        at.str(), ": content must be a non-empty string");
+    AddedToken token{t["id"].get<int32_t>(), t["content"].get<std::string>(),
+                     bool_field(t, "special", false, at)};
+    token.single_word = bool_field(t, "single_word", false, at);
+    token.lstrip = bool_field(t, "lstrip", false, at);
+    token.rstrip = bool_field(t, "rstrip", false, at);
+    // Hugging Face's default: special tokens are matched in the raw text, others after
+    // normalization.
+    token.normalized = bool_field(t, "normalized", !token.special, at);
+    added.push_back(std::move(token));
   }
   return added;
+}
+
+void read_model(const json& model, const JsonWhere& where, TokenizerFiles& files) {
+  if (!model.is_object()) where.fail("missing object 'model'");
+  const json& type = field(model, "type");
+  if (!type.is_null() && type != "BPE") {
+    where.at("type").fail("unsupported model type " + shown(type) + " (only BPE is implemented)");
+  }
+  const json& dropout = field(model, "dropout");
+  if (!dropout.is_null() && !(dropout.is_number() && dropout.get<double>() == 0.0)) {
+    where.at("dropout").fail("BPE dropout is not supported (expected null)");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    const json& v = field(model, key);
+    if (!v.is_null() && v != "") where.at(key).fail("not supported (expected null)");
+  }
+  files.ignore_merges = bool_field(model, "ignore_merges", false, where);
+  files.byte_fallback = bool_field(model, "byte_fallback", false, where);
+  files.fuse_unk = bool_field(model, "fuse_unk", false, where);
+  if (!field(model, "unk_token").is_null()) {
+    files.unk_token = string_field(model, "unk_token", where);
+  }
+  files.vocab = parse_vocab(field(model, "vocab"), where.at("vocab").str());
+
+  const json& merges = field(model, "merges");
+  H2OFLEX_INPUT_CHECK(merges.is_array(), where.at("merges").str(), " must be an array");
+  files.merges.reserve(merges.size());
+  for (size_t i = 0; i < merges.size(); ++i) {
+    // "FILE model.merges[N]", the form the merge checks name it by.
+    std::string at = detail::concat("tokenizer file ", where.file, " model.merges[", i, "]");
+    const json& m = merges[i];
+    if (m.is_string()) {
+      files.merges.push_back(parse_merge_line(m.get<std::string>(), std::move(at)));
+    } else {
+      H2OFLEX_INPUT_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(), at,
+                          ": a merge must be \"a b\" or [\"a\", \"b\"]");
+      files.merges.push_back({m[0].get<std::string>(), m[1].get<std::string>(), std::move(at)});
+    }
+  }
+}
+
+// The first setting that GPT-2's byte-level BPE does not have, or "".
+std::string first_non_gpt2_key(const json& root, const TokenizerFiles& files) {
+  if (!field(root, "normalizer").is_null()) return "normalizer";
+  const json& pre = field(root, "pre_tokenizer");
+  if (field(pre, "type") != "ByteLevel" || field(pre, "use_regex") == false) return "pre_tokenizer";
+  if (files.ignore_merges) return "model.ignore_merges";
+  if (files.byte_fallback) return "model.byte_fallback";
+  const json& decoder = field(root, "decoder");
+  if (!decoder.is_null() && field(decoder, "type") != "ByteLevel") return "decoder";
+  return "";
 }
 
 }  // namespace
@@ -141,9 +140,9 @@ TokenizerFiles read_vocab_merges(const std::filesystem::path& vocab_file,
                                  const std::filesystem::path& merges_file) {
   TokenizerFiles files;
   files.vocab_source = vocab_file.string();
-  files.vocab = parse_vocab(parse_json(vocab_file), "tokenizer file " + vocab_file.string());
+  files.vocab = parse_vocab(read_json_file(vocab_file), "tokenizer file " + vocab_file.string());
 
-  const std::string text = read_file(merges_file);
+  const std::string text = read_text_file(merges_file);
   size_t line_no = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -158,35 +157,33 @@ TokenizerFiles read_vocab_merges(const std::filesystem::path& vocab_file,
         line, detail::concat("tokenizer file ", merges_file.string(), " line ", line_no)));
   }
   files.added = opt_added_tokens(files.vocab);
+  files.pre_tokenizer.push_back({PreTokenizerStep::Kind::kGpt2Split, nullptr, "", {}, true});
+  files.decoder.push_back({DecoderStep::Kind::kByteLevel, "", "", 0, 0, false});
   return files;
 }
 
 TokenizerFiles read_tokenizer_json(const std::filesystem::path& file) {
-  const json root = parse_json(file);
-  const std::string name = file.string();
-  check_supported(root, name);
-  const json& model = root["model"];
-
-  TokenizerFiles files;
-  files.vocab_source = name;
-  files.vocab = parse_vocab(field(model, "vocab"), "tokenizer file " + name + ": model.vocab");
-
-  const json& merges = field(model, "merges");
-  H2OFLEX_INPUT_CHECK(merges.is_array(), "tokenizer file ", name,
-                      ": model.merges must be an array");
-  files.merges.reserve(merges.size());
-  for (size_t i = 0; i < merges.size(); ++i) {
-    std::string where = detail::concat("tokenizer file ", name, " model.merges[", i, "]");
-    const json& m = merges[i];
-    if (m.is_string()) {
-      files.merges.push_back(parse_merge_line(m.get<std::string>(), std::move(where)));
-    } else {
-      H2OFLEX_INPUT_CHECK(m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string(),
-                          where, ": a merge must be \"a b\" or [\"a\", \"b\"]");
-      files.merges.push_back({m[0].get<std::string>(), m[1].get<std::string>(), std::move(where)});
-    }
+  const json root = read_json_file(file);
+  const JsonWhere top{file.string(), ""};
+  H2OFLEX_INPUT_CHECK(root.is_object(), top.str(), ": top level is not an object");
+  for (const char* key : {"truncation", "padding"}) {
+    if (!field(root, key).is_null()) top.at(key).fail("not supported (expected null)");
   }
-  files.added = parse_added_tokens(field(root, "added_tokens"), name);
+  TokenizerFiles files;
+  files.vocab_source = file.string();
+  read_model(field(root, "model"), top.at("model"), files);
+  files.added = parse_added_tokens(field(root, "added_tokens"), top.at("added_tokens"));
+  files.normalizer = parse_normalizer(field(root, "normalizer"), top.at("normalizer"));
+  PreTokenizerSpec pre = parse_pre_tokenizer(field(root, "pre_tokenizer"), top.at("pre_tokenizer"));
+  files.pre_tokenizer = std::move(pre.steps);
+  files.byte_level = pre.byte_level;
+  files.decoder = parse_decoder(field(root, "decoder"), top.at("decoder"));
+  const TemplateSpec tmpl =
+      parse_post_processor(field(root, "post_processor"), top.at("post_processor"));
+  files.has_template = tmpl.present;
+  files.template_prefix = tmpl.prefix;
+  files.template_suffix = tmpl.suffix;
+  files.not_gpt2_key = first_non_gpt2_key(root, files);
   return files;
 }
 

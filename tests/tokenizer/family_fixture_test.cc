@@ -1,0 +1,192 @@
+// load_tokenizer() against Hugging Face reference ids for the Llama-3, Qwen2, Llama-2 / Mistral
+// and GPT-NeoX kinds (tests/fixtures/tokenizer-*/, written by
+// tools/gen_family_tokenizer_fixtures.py).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/tokenizer/bpe_tokenizer.h"
+
+namespace h2oflex {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture_dir(const std::string& kind) {
+  return fs::path(H2OFLEX_SOURCE_DIR) / "tests" / "fixtures" / ("tokenizer-" + kind);
+}
+
+std::vector<nlohmann::json> read_records(const std::string& kind, const std::string& record_kind) {
+  std::ifstream in(fixture_dir(kind) / "expected.jsonl");
+  EXPECT_TRUE(in.is_open()) << kind;
+  std::vector<nlohmann::json> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json rec = nlohmann::json::parse(line);
+    if (rec["kind"] == record_kind) out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+std::string shown(const std::string& text) {
+  return nlohmann::json(text).dump();
+}
+
+class FamilyFixture : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { tok_.emplace(load_tokenizer(fixture_dir(GetParam()))); }
+  const BpeTokenizer& tok() const { return *tok_; }
+  // The ids of `ids` without the template's BOS / EOS.
+  std::vector<int32_t> without_template(const std::vector<int32_t>& ids) const {
+    const size_t before = tok().bos_to_prepend() ? 1 : 0;
+    const size_t after = tok().eos_to_append() ? 1 : 0;
+    return std::vector<int32_t>(ids.begin() + before, ids.end() - after);
+  }
+  std::optional<BpeTokenizer> tok_;
+};
+
+TEST_P(FamilyFixture, EncodeMatchesReferenceOnEveryLine) {
+  const auto records = read_records(GetParam(), "encode");
+  ASSERT_GE(records.size(), 2000u);
+  size_t mismatches = 0;
+  for (const auto& rec : records) {
+    const std::string text = rec["text"];
+    const std::vector<int32_t> want = rec["ids"];
+    const std::vector<int32_t> got = tok().encode(text);
+    if (got != want && ++mismatches <= 10) {
+      ADD_FAILURE() << "text " << shown(text) << "\n  want " << nlohmann::json(want).dump()
+                    << "\n  got  " << nlohmann::json(got).dump();
+    }
+    EXPECT_EQ(tok().encode(text, /*add_bos=*/false), without_template(want)) << shown(text);
+  }
+  EXPECT_EQ(mismatches, 0u) << "of " << records.size() << " lines";
+}
+
+TEST_P(FamilyFixture, DecodeMatchesReferenceOnEveryLine) {
+  size_t round_trips = 0;
+  for (const auto& rec : read_records(GetParam(), "encode")) {
+    const std::string text = rec["text"];
+    const std::vector<int32_t> ids = rec["ids"];
+    // Special tokens skipped: the template's BOS / EOS and any special token in the text go.
+    EXPECT_EQ(tok().decode(ids), rec.value("decoded", text)) << shown(text);
+    // Kept, the text comes back wherever Hugging Face's decode gives it back.
+    const std::string all = tok().decode(without_template(ids), /*skip_special=*/false);
+    EXPECT_EQ(all, rec.value("decoded_all", text)) << shown(text);
+    round_trips += all == text;
+  }
+  EXPECT_GE(round_trips, 1000u);
+}
+
+TEST_P(FamilyFixture, DecodeMatchesReferenceOnArbitraryIds) {
+  const auto records = read_records(GetParam(), "decode");
+  ASSERT_GE(records.size(), 100u);
+  for (const auto& rec : records) {
+    const std::vector<int32_t> ids = rec["ids"];
+    const bool skip = rec["skip_special"];
+    EXPECT_EQ(tok().decode(ids, skip), rec["text"].get<std::string>())
+        << nlohmann::json(ids).dump() << " skip_special=" << skip;
+  }
+}
+
+TEST_P(FamilyFixture, LosslessDecodeKeepsTheEncodedBytes) {
+  // Any byte string survives encode + decode_bytes for the byte-level kinds; for the
+  // SentencePiece kinds the characters outside the vocabulary come back through byte fallback.
+  const std::string text =
+      "\xC3\xBC"
+      "ber \xE4\xB8\xAD \xF0\x9F\x98\x80 x";
+  const std::vector<int32_t> ids = tok().encode(text, /*add_bos=*/false);
+  if (GetParam() == "llama2-metaspace") {  // no byte tokens for 4-byte characters: <unk>
+    EXPECT_NE(std::find(ids.begin(), ids.end(), *tok().token_to_id("<unk>")), ids.end());
+  } else if (GetParam() == "llama2") {
+    EXPECT_EQ(tok().decode_bytes(ids, false), text);
+  } else {
+    EXPECT_EQ(tok().decode_bytes(ids, false), text);
+    const std::string broken = "a\xFF\xFE b\xC3";
+    EXPECT_EQ(tok().decode_bytes(tok().encode(broken, false), false), broken);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FamilyFixture,
+                         ::testing::Values("llama3", "qwen2", "llama2", "llama2-metaspace", "neox"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+int32_t id_of(const BpeTokenizer& tok, const char* token) {
+  const auto id = tok.token_to_id(token);
+  EXPECT_TRUE(id.has_value()) << token;
+  return id.value_or(-100);
+}
+
+TEST(FamilyConventions, Llama3) {
+  const BpeTokenizer tok = load_tokenizer(fixture_dir("llama3"));
+  const int32_t begin = id_of(tok, "<|begin_of_text|>");
+  EXPECT_EQ(tok.bos_to_prepend(), begin);  // from the post_processor
+  EXPECT_EQ(tok.eos_to_append(), std::nullopt);
+  EXPECT_EQ(tok.bos_id(), begin);
+  EXPECT_EQ(tok.eos_id(), id_of(tok, "<|eot_id|>"));  // tokenizer_config.json
+  // generation_config.json lists both; eos_id() is one of them.
+  EXPECT_EQ(tok.stop_ids(),
+            (std::vector<int32_t>{id_of(tok, "<|end_of_text|>"), id_of(tok, "<|eot_id|>")}));
+  EXPECT_EQ(tok.pad_id(), -1);
+  EXPECT_TRUE(tok.is_special(begin));
+  EXPECT_FALSE(tok.is_special(id_of(tok, "[tag]")));
+}
+
+TEST(FamilyConventions, Qwen2) {
+  const BpeTokenizer tok = load_tokenizer(fixture_dir("qwen2"));
+  EXPECT_EQ(tok.bos_to_prepend(), std::nullopt);
+  EXPECT_EQ(tok.bos_id(), -1);  // tokenizer_config.json says bos_token: null
+  EXPECT_EQ(tok.eos_id(), id_of(tok, "<|im_end|>"));
+  EXPECT_EQ(tok.pad_id(), id_of(tok, "<|endoftext|>"));
+  EXPECT_EQ(tok.stop_ids(),
+            (std::vector<int32_t>{id_of(tok, "<|endoftext|>"), id_of(tok, "<|im_end|>")}));
+}
+
+TEST(FamilyConventions, Llama2AndItsMetaspaceConversion) {
+  const BpeTokenizer legacy = load_tokenizer(fixture_dir("llama2"));
+  EXPECT_EQ(legacy.bos_to_prepend(), 1);
+  EXPECT_EQ(legacy.eos_to_append(), std::nullopt);
+  EXPECT_EQ(legacy.bos_id(), 1);
+  EXPECT_EQ(legacy.eos_id(), 2);
+  EXPECT_EQ(legacy.stop_ids(), std::vector<int32_t>{2});
+  EXPECT_EQ(legacy.token_to_id("<0x0A>"), 3 + 0x0A);
+  const BpeTokenizer metaspace = load_tokenizer(fixture_dir("llama2-metaspace"));
+  EXPECT_EQ(metaspace.bos_to_prepend(), 1);
+  EXPECT_EQ(metaspace.eos_to_append(), 2);
+  EXPECT_EQ(metaspace.encode("").size(), 2u);
+}
+
+TEST(FamilyConventions, NeoX) {
+  const BpeTokenizer tok = load_tokenizer(fixture_dir("neox"));
+  EXPECT_EQ(tok.bos_to_prepend(), std::nullopt);  // GPT-NeoX prepends nothing
+  EXPECT_EQ(tok.bos_id(), 0);
+  EXPECT_EQ(tok.eos_id(), 0);
+  EXPECT_EQ(tok.stop_ids(), std::vector<int32_t>{0});
+  EXPECT_FALSE(tok.is_special(id_of(tok, "  ")));  // runs of spaces are plain added tokens
+}
+
+TEST(FamilyConventions, OptDemoReadsAsBeforeThroughLoadTokenizer) {
+  const fs::path demo = fs::path(H2OFLEX_SOURCE_DIR) / "models" / "demo" / "opt-demo";
+  const BpeTokenizer general = load_tokenizer(demo);
+  const BpeTokenizer opt = BpeTokenizer::load(demo);
+  for (const char* text : {"Hello, world!", "</s>x<pad> y", "  \n\tCafé 中文"}) {
+    EXPECT_EQ(general.encode(text), opt.encode(text)) << text;
+    EXPECT_EQ(general.encode(text, false), opt.encode(text, false)) << text;
+  }
+  EXPECT_EQ(general.bos_to_prepend(), 2);
+  EXPECT_EQ(general.eos_id(), 2);
+  EXPECT_EQ(general.pad_id(), 1);
+  EXPECT_EQ(general.stop_ids(), std::vector<int32_t>{2});
+  EXPECT_EQ(opt.stop_ids(), std::vector<int32_t>{2});
+  EXPECT_EQ(opt.bos_to_prepend(), 2);
+}
+
+}  // namespace
+}  // namespace h2oflex
