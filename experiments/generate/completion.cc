@@ -7,7 +7,7 @@
 namespace h2oflex::generate {
 
 Completion finish_completion(const BpeTokenizer& tokenizer, std::span<const int32_t> generated,
-                             int max_new_tokens, int32_t eos_id,
+                             int max_new_tokens, const std::vector<int32_t>& stop_ids,
                              const std::vector<std::string>& stop) {
   Completion c;
   c.finish_reason = "length";
@@ -15,18 +15,20 @@ Completion finish_completion(const BpeTokenizer& tokenizer, std::span<const int3
   size_t longest_stop = 0;
   for (const auto& s : stop) longest_stop = std::max(longest_stop, s.size());
 
-  // Byte-level BPE decodes token by token: the text is the concatenation of each id's bytes.
+  // The text so far is decoded as a whole at every step: a decoder may depend on where a token
+  // stands (SentencePiece's leading-space strip applies to the first token only), and each
+  // step's text extends the previous one.
   std::string bytes;
   size_t used = 0;
   for (; used < limit; ++used) {
     const int32_t id = generated[used];
-    if (id == eos_id) {
+    if (std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end()) {
       ++used;  // EOS was generated and counts
       c.finish_reason = "stop";
       break;
     }
     const size_t before = bytes.size();
-    bytes += tokenizer.decode_bytes(std::span<const int32_t>(&generated[used], 1));
+    bytes = tokenizer.decode_bytes(generated.subspan(0, used + 1));
     if (stop.empty()) continue;
     // A stop string that just appeared must overlap the new bytes: search only that window.
     const size_t from = before >= longest_stop ? before - longest_stop + 1 : 0;

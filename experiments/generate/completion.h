@@ -20,9 +20,10 @@ struct Completion {
 // `generated` may run past the request's own limit (a block decodes to its largest
 // max_new_tokens): only the first `max_new_tokens` ids count. The text ends before the earliest
 // stop string that appears in it, and the count covers the tokens up to the one that completed
-// that stop string, as if generation had halted there.
+// that stop string, as if generation had halted there. Any of `stop_ids` (the model's EOS and
+// its other end-of-turn ids; empty to run on) ends the completion and counts as a token.
 Completion finish_completion(const BpeTokenizer& tokenizer, std::span<const int32_t> generated,
-                             int max_new_tokens, int32_t eos_id,
+                             int max_new_tokens, const std::vector<int32_t>& stop_ids,
                              const std::vector<std::string>& stop);
 
 }  // namespace h2oflex::generate

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -126,7 +127,15 @@ int run_generate(const GenerateJobOptions& options) {
   settings.seed = config.seed;
   settings.max_positions = m.max_positions();
   // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
-  settings.eos_id = config.stop_at_eos ? special.eos : -1;
+  settings.stop_ids.clear();
+  if (config.stop_at_eos) {
+    // The model's EOS and every other id its generation config names (Llama-3's end of turn).
+    settings.stop_ids = tokenizer.stop_ids();
+    if (std::find(settings.stop_ids.begin(), settings.stop_ids.end(), special.eos) ==
+        settings.stop_ids.end()) {
+      settings.stop_ids.push_back(special.eos);
+    }
+  }
   settings.progress_terminal = ::isatty(STDERR_FILENO) == 1;
 
   generate::StopSignalGuard stop;

@@ -109,7 +109,7 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       if (log.done_ids().count(id_of(p)) != 0) continue;
       const GenerateRequest& request = input.requests[prepared[p].index];
       const Completion c = finish_completion(tokenizer, tokens[m], prepared[p].max_new_tokens,
-                                             settings.eos_id, request.stop);
+                                             settings.stop_ids, request.stop);
       lines.push_back(result_line(request.id, c, prepared[p].prompt_ids.size()));
       line_ids.push_back(request.id);
       block_tokens += c.completion_tokens;

@@ -37,7 +37,7 @@ struct JobSettings {
   RequestDefaults defaults;
   uint64_t seed = 1;
   int64_t max_positions = 2048;  // the model's context
-  int32_t eos_id = 2;
+  std::vector<int32_t> stop_ids = {2};  // ids that end a completion (empty: run to the limit)
   bool progress_terminal = false;
   double progress_interval_s = 10.0;
   std::function<bool()> stop_requested;  // checked between blocks

@@ -60,7 +60,7 @@ class GenerateJobTest : public GenerateScratchTest {
     s.block_size = 4;
     s.defaults.max_new_tokens = 6;
     s.max_positions = 64;
-    s.eos_id = 2;
+    s.stop_ids = {2};
     return s;
   }
   // id -> whole result line, checking each id appears once.
