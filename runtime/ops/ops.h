@@ -4,10 +4,14 @@
 //
 // Layout conventions:
 //   hidden states   [rows, features] with rows = batch * seq
-//   q/k/v (prefill) [batch, seq, heads, head_dim]
-//   q (decode)      [batch, heads, head_dim]
-//   KV slots        [batch, heads, capacity, head_dim] (f32, f16 or bf16), positions
-//                   [batch, heads, capacity] i32 with -1 for an empty slot.
+//   q (prefill)     [batch, seq, heads, head_dim]
+//   k/v (prefill)   [batch, seq, kv_heads, head_dim]
+//   q (decode)      [batch, heads, head_dim]; the new k/v [batch, kv_heads, head_dim]
+//   KV slots        [batch, kv_heads, capacity, head_dim] (f32, f16 or bf16), positions
+//                   [batch, kv_heads, capacity] i32 with -1 for an empty slot.
+// Grouped-query attention: heads % kv_heads == 0 and query head j reads KV head
+// j / (heads / kv_heads), so consecutive query heads share a KV head (kv_heads == heads is
+// ordinary multi-head attention).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +29,29 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
 // out = LayerNorm(x) * gamma + beta over the last dimension (out may alias x).
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
 
+// out = x * rsqrt(mean(x²) + eps) * gamma over the last dimension, accumulated in f32 (LLaMA's
+// RMSNorm). x, out f32 [rows, n]; gamma f32 [n]; out may alias x.
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out);
+
+// Rotary position embedding, in place, with the half-split convention on the first `rot_dim`
+// dims of every head (rot_dim even, <= head_dim; the other dims stay as they are, which is
+// GPT-NeoX's partial rotary). x f32 [rows, heads * head_dim]; positions i32 [rows], where a row
+// with position < 0 is padding and stays unchanged; inv_freq f32 [rot_dim / 2]. For i < rot_dim/2,
+// with a = x[i], b = x[i + rot_dim/2] and angle = float(position) * inv_freq[i] in f32:
+// x[i] = a cos - b sin, x[i + rot_dim/2] = b cos + a sin.
+void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t rot_dim,
+                      const Tensor& inv_freq);
+
+// out = gate * sigmoid(gate) * up elementwise (SwiGLU). All f32 of equal size; out may alias gate.
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out);
+
+// x = 0.5 x (1 + erf(x / sqrt(2))) elementwise (the exact GELU), in place. f32.
+void gelu(Tensor& x);
+
+// Splits GPT-NeoX's fused query_key_value output, laid out per head as [q(d), k(d), v(d)]:
+// qkv f32 [rows, heads * 3 * d] -> q, k, v f32 [rows, heads * d].
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v);
+
 // x += bias (broadcast over rows), then ReLU if `relu`. In place.
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu);
 
@@ -37,18 +64,22 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out);
 // x[r, :] += table[positions[r] + offset, :] (OPT's learned positions use offset 2).
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset);
 
-// Causal self-attention over a left-padded prompt.
-//   q, k, v: [b, s, h, d] f32; pad[i] = number of left-padding positions of sequence i.
+// Causal self-attention over a left-padded prompt, grouped-query when kvh < h.
+//   q: [b, s, h, d] f32; k, v: [b, s, kvh, d] f32 with h % kvh == 0; pad[i] = number of
+//   left-padding positions of sequence i.
 //   out: [b, s, h, d]. Padding query rows produce zeros.
-//   colsum (optional, [b, h, s] f32): Σ over real query rows i of softmax P[i, j] (H2O score).
+//   colsum (optional, [b, kvh, s] f32): per KV head, Σ over the query heads sharing it and over
+//   real query rows i of softmax P[i, j] (H2O score), added in a fixed order.
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
 
-// Single-token attention over cached slots plus the new token.
-//   q, k_new, v_new: [b, h, d] f32. k_cache, v_cache: [b, h, cap, d]; slot_pos [b, h, cap] i32
-//   (a slot takes part iff its position >= 0). out: [b, h, d].
-//   slot_probs (optional, [b, h, cap] f32): softmax probability of each slot (0 for empty ones);
-//   new_prob (optional, [b, h] f32): probability of the new token itself.
+// Single-token attention over cached slots plus the new token, grouped-query when kvh < h.
+//   q: [b, h, d] f32; k_new, v_new: [b, kvh, d] f32 with h % kvh == 0. k_cache, v_cache:
+//   [b, kvh, cap, d]; slot_pos [b, kvh, cap] i32 (a slot takes part iff its position >= 0).
+//   out: [b, h, d].
+//   slot_probs (optional, [b, kvh, cap] f32): per KV head, Σ over the query heads sharing it of
+//   each slot's softmax probability (0 for empty slots);
+//   new_prob (optional, [b, kvh] f32): the same sum for the new token itself.
 void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob);
