@@ -1,6 +1,7 @@
 // Attention kernels: causal prefill over a left-padded prompt (with H2O column sums) and
-// single-token decode over KV slots. Scores and softmax are fp32; probabilities are exact
-// softmax values so H2O accumulates the same numbers whichever backend runs.
+// single-token decode over KV slots, both grouped-query when several query heads share a KV head.
+// Scores and softmax are fp32; probabilities are exact softmax values so H2O accumulates the same
+// numbers whichever backend runs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -47,7 +48,13 @@ inline void load_vec(const Tensor& t, size_t offset, int64_t d, float* dst) {
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
   const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3);
-  const int64_t row_stride = h * d;  // between consecutive positions of one head
+  const int64_t kvh = k.dim(2), group = h / kvh;
+  const int64_t q_stride = h * d;     // between consecutive positions of one query head
+  const int64_t kv_stride = kvh * d;  // and of one KV head
+  // With shared KV heads, each query head's column sums are kept apart and added afterwards in
+  // head order, so the result does not depend on how threads share out the heads.
+  std::vector<double> head_cols;
+  if (colsum != nullptr && group > 1) head_cols.resize(static_cast<size_t>(b * h * s));
 #pragma omp parallel
   {
     std::vector<float> kh(static_cast<size_t>(s * d)), vh(static_cast<size_t>(s * d));
@@ -55,20 +62,20 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
     std::vector<double> col(static_cast<size_t>(s));
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < b * h; ++bh) {
-      const int64_t bi = bh / h, hi = bh % h;
+      const int64_t bi = bh / h, hi = bh % h, gi = hi / group;
       const int64_t p0 = pad[bi];
-      const float* qb = q.data<float>() + bi * s * row_stride + hi * d;
-      const float* kb = k.data<float>() + bi * s * row_stride + hi * d;
-      const float* vb = v.data<float>() + bi * s * row_stride + hi * d;
-      float* ob = out.data<float>() + bi * s * row_stride + hi * d;
+      const float* qb = q.data<float>() + bi * s * q_stride + hi * d;
+      const float* kb = k.data<float>() + bi * s * kv_stride + gi * d;
+      const float* vb = v.data<float>() + bi * s * kv_stride + gi * d;
+      float* ob = out.data<float>() + bi * s * q_stride + hi * d;
       for (int64_t j = 0; j < s; ++j) {  // gather this head's keys and values contiguously
-        std::copy_n(kb + j * row_stride, d, kh.data() + j * d);
-        std::copy_n(vb + j * row_stride, d, vh.data() + j * d);
+        std::copy_n(kb + j * kv_stride, d, kh.data() + j * d);
+        std::copy_n(vb + j * kv_stride, d, vh.data() + j * d);
       }
       std::fill(col.begin(), col.end(), 0.0);
-      for (int64_t i = 0; i < p0; ++i) std::fill_n(ob + i * row_stride, d, 0.0f);
+      for (int64_t i = 0; i < p0; ++i) std::fill_n(ob + i * q_stride, d, 0.0f);
       for (int64_t i = p0; i < s; ++i) {
-        const float* qi = qb + i * row_stride;
+        const float* qi = qb + i * q_stride;
         float mx = -std::numeric_limits<float>::infinity();
         for (int64_t j = p0; j <= i; ++j) {
           p[j] = dot(qi, kh.data() + j * d, d) * scale;
@@ -86,11 +93,25 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
           col[j] += p[j];
           axpy(p[j], vh.data() + j * d, acc.data(), d);
         }
-        std::copy_n(acc.data(), d, ob + i * row_stride);
+        std::copy_n(acc.data(), d, ob + i * q_stride);
       }
-      if (colsum != nullptr) {
+      if (colsum == nullptr) continue;
+      if (group == 1) {
         float* cs = colsum->data<float>() + bh * s;
         for (int64_t j = 0; j < s; ++j) cs[j] = static_cast<float>(col[j]);
+      } else {
+        std::copy(col.begin(), col.end(), head_cols.begin() + bh * s);
+      }
+    }
+  }
+  if (colsum != nullptr && group > 1) {
+    for (int64_t bg = 0; bg < b * kvh; ++bg) {
+      const int64_t first_head = bg * group;  // (bi * kvh + gi) * group == bi * h + gi * group
+      float* cs = colsum->data<float>() + bg * s;
+      for (int64_t j = 0; j < s; ++j) {
+        double total = 0;
+        for (int64_t m = 0; m < group; ++m) total += head_cols[(first_head + m) * s + j];
+        cs[j] = static_cast<float>(total);
       }
     }
   }
@@ -100,16 +121,30 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob) {
   const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2), cap = k_cache.dim(2);
+  const int64_t kvh = k_cache.dim(1), group = h / kvh;
+  // With shared KV heads the probabilities are kept per query head and summed afterwards in head
+  // order (deterministic); with one query head per KV head they go straight to the outputs.
+  const bool grouped = group > 1;
+  std::vector<float> head_probs, head_self;
+  if (grouped && slot_probs != nullptr) head_probs.resize(static_cast<size_t>(b * h * cap));
+  if (grouped && new_prob != nullptr) head_self.resize(static_cast<size_t>(b * h));
+  float* probs_out = slot_probs == nullptr ? nullptr
+                     : grouped             ? head_probs.data()
+                                           : slot_probs->data<float>();
+  float* self_out = new_prob == nullptr ? nullptr
+                    : grouped           ? head_self.data()
+                                        : new_prob->data<float>();
 #pragma omp parallel
   {
     std::vector<float> p(static_cast<size_t>(cap)), vec(static_cast<size_t>(d)),
         acc(static_cast<size_t>(d));
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < b * h; ++bh) {
+      const int64_t bkv = bh / h * kvh + bh % h / group;  // the KV head this query head reads
       const float* qi = q.data<float>() + bh * d;
-      const int32_t* pos = slot_pos.data<int32_t>() + bh * cap;
-      const size_t base = static_cast<size_t>(bh * cap * d);
-      float self = dot(qi, k_new.data<float>() + bh * d, d) * scale;
+      const int32_t* pos = slot_pos.data<int32_t>() + bkv * cap;
+      const size_t base = static_cast<size_t>(bkv * cap * d);
+      float self = dot(qi, k_new.data<float>() + bkv * d, d) * scale;
       float mx = self;
       for (int64_t j = 0; j < cap; ++j) {
         if (pos[j] < 0) continue;
@@ -135,10 +170,27 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
         axpy(p[j], vec.data(), acc.data(), d);
       }
       self *= inv;
-      axpy(self, v_new.data<float>() + bh * d, acc.data(), d);
+      axpy(self, v_new.data<float>() + bkv * d, acc.data(), d);
       std::copy_n(acc.data(), d, out.data<float>() + bh * d);
-      if (slot_probs != nullptr) std::copy_n(p.data(), cap, slot_probs->data<float>() + bh * cap);
-      if (new_prob != nullptr) new_prob->data<float>()[bh] = self;
+      if (probs_out != nullptr) std::copy_n(p.data(), cap, probs_out + bh * cap);
+      if (self_out != nullptr) self_out[bh] = self;
+    }
+  }
+  if (!grouped) return;
+  for (int64_t bg = 0; bg < b * kvh; ++bg) {
+    const int64_t first_head = bg * group;
+    if (slot_probs != nullptr) {
+      float* dst = slot_probs->data<float>() + bg * cap;
+      for (int64_t j = 0; j < cap; ++j) {
+        float total = 0.0f;
+        for (int64_t m = 0; m < group; ++m) total += head_probs[(first_head + m) * cap + j];
+        dst[j] = total;
+      }
+    }
+    if (new_prob != nullptr) {
+      float total = 0.0f;
+      for (int64_t m = 0; m < group; ++m) total += head_self[first_head + m];
+      new_prob->data<float>()[bg] = total;
     }
   }
 }

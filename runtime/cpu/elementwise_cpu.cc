@@ -1,6 +1,9 @@
-// Row-wise and elementwise kernels: LayerNorm, bias + ReLU, residual add, embeddings.
+// Row-wise and elementwise kernels: LayerNorm, RMSNorm, bias + ReLU, residual add, SwiGLU, GELU,
+// the fused-QKV split, embeddings.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
@@ -43,6 +46,55 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
     const float inv = 1.0f / std::sqrt(static_cast<float>(var / n) + eps);
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) o[i] = (in[i] - mean) * inv * g[i] + b[i];
+  }
+}
+
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out) {
+  const int64_t n = x.dim(-1), rows = n == 0 ? 0 : x.numel() / n;
+  const float* g = gamma.data<float>();
+#pragma omp parallel for schedule(static) if (rows > 4)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x.data<float>() + r * n;
+    float* o = out.data<float>() + r * n;
+    float sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < n; ++i) sq += in[i] * in[i];
+    // 1/sqrt rather than an approximate reciprocal square root: both backends round the same.
+    const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + eps);
+    // Every element is read before it is written, so out may alias x.
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) o[i] = in[i] * inv * g[i];
+  }
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const int64_t n = gate.numel();
+  const float* g = gate.data<float>();
+  const float* u = up.data<float>();
+  float* o = out.data<float>();
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void gelu(Tensor& x) {
+  const int64_t n = x.numel();
+  float* a = x.data<float>();
+  const float inv_sqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) a[i] = a[i] * 0.5f * (1.0f + std::erf(a[i] * inv_sqrt2));
+}
+
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v) {
+  const int64_t rows = qkv.dim(0), width = qkv.dim(1), d = width / (3 * heads);
+  float* dst[3] = {q.data<float>(), k.data<float>(), v.data<float>()};
+#pragma omp parallel for schedule(static) if (rows * width > 65536)
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t hi = 0; hi < heads; ++hi) {
+      const float* src = qkv.data<float>() + r * width + hi * 3 * d;
+      for (int part = 0; part < 3; ++part) {
+        std::copy_n(src + part * d, d, dst[part] + (r * heads + hi) * d);
+      }
+    }
   }
 }
 

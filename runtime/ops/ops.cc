@@ -1,6 +1,8 @@
 // Argument checks and backend dispatch for every op in ops.h.
 #include "runtime/ops/ops.h"
 
+#include <utility>
+
 #include "runtime/cpu/cpu_ops.h"
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/cuda_ops.h"
@@ -82,6 +84,75 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
   H2OFLEX_DISPATCH(x, layer_norm, x, gamma, beta, eps, out);
 }
 
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out) {
+  const char* op = "rms_norm";
+  expect(x, DType::F32, -1, op, "x");
+  expect(gamma, DType::F32, -1, op, "gamma");
+  expect(out, DType::F32, -1, op, "out");
+  H2OFLEX_CHECK(x.rank() >= 1, op, ": x must have a feature dimension");
+  H2OFLEX_CHECK(gamma.numel() == x.dim(-1), op, ": gamma ", shape_str(gamma.shape()), " for x ",
+                shape_str(x.shape()));
+  H2OFLEX_CHECK(out.numel() == x.numel(), op, ": out ", shape_str(out.shape()), " for x ",
+                shape_str(x.shape()));
+  same_device(x, gamma, op);
+  same_device(x, out, op);
+  H2OFLEX_DISPATCH(x, rms_norm, x, gamma, eps, out);
+}
+
+void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t rot_dim,
+                      const Tensor& inv_freq) {
+  const char* op = "rotary_embedding";
+  expect(x, DType::F32, -1, op, "x");
+  expect(positions, DType::I32, -1, op, "positions");
+  expect(inv_freq, DType::F32, -1, op, "inv_freq");
+  const int64_t rows = positions.numel();
+  H2OFLEX_CHECK(heads > 0, op, ": heads ", heads);
+  H2OFLEX_CHECK(rows > 0 ? x.numel() % (rows * heads) == 0 : x.numel() == 0, op, ": x ",
+                shape_str(x.shape()), " is not ", rows, " rows of ", heads, " heads");
+  const int64_t head_dim = rows > 0 ? x.numel() / (rows * heads) : 0;
+  H2OFLEX_CHECK(rot_dim > 0 && rot_dim % 2 == 0 && (rows == 0 || rot_dim <= head_dim), op,
+                ": rot_dim ", rot_dim, " must be even, > 0 and <= head_dim ", head_dim);
+  H2OFLEX_CHECK(inv_freq.numel() == rot_dim / 2, op, ": inv_freq has ", inv_freq.numel(),
+                " entries, rot_dim ", rot_dim, " needs ", rot_dim / 2);
+  same_device(x, positions, op);
+  same_device(x, inv_freq, op);
+  H2OFLEX_DISPATCH(x, rotary_embedding, x, positions, heads, rot_dim, inv_freq);
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const char* op = "silu_mul";
+  expect(gate, DType::F32, -1, op, "gate");
+  expect(up, DType::F32, -1, op, "up");
+  expect(out, DType::F32, -1, op, "out");
+  H2OFLEX_CHECK(up.numel() == gate.numel() && out.numel() == gate.numel(), op, ": gate ",
+                shape_str(gate.shape()), ", up ", shape_str(up.shape()), ", out ",
+                shape_str(out.shape()));
+  same_device(gate, up, op);
+  same_device(gate, out, op);
+  H2OFLEX_DISPATCH(gate, silu_mul, gate, up, out);
+}
+
+void gelu(Tensor& x) {
+  expect(x, DType::F32, -1, "gelu", "x");
+  H2OFLEX_DISPATCH(x, gelu, x);
+}
+
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v) {
+  const char* op = "split_qkv_heads";
+  expect(qkv, DType::F32, 2, op, "qkv");
+  H2OFLEX_CHECK(heads > 0 && qkv.dim(1) % (3 * heads) == 0, op, ": qkv ", shape_str(qkv.shape()),
+                " is not ", heads, " heads of [q, k, v]");
+  const Shape part{qkv.dim(0), qkv.dim(1) / 3};
+  for (const auto& [t, name] :
+       {std::pair<const Tensor*, const char*>{&q, "q"}, {&k, "k"}, {&v, "v"}}) {
+    expect(*t, DType::F32, -1, op, name);
+    H2OFLEX_CHECK(t->numel() == part[0] * part[1], op, ": ", name, " ", shape_str(t->shape()),
+                  " must hold ", shape_str(part));
+    same_device(qkv, *t, op);
+  }
+  H2OFLEX_DISPATCH(qkv, split_qkv_heads, qkv, heads, q, k, v);
+}
+
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {
   expect(x, DType::F32, -1, "add_bias_relu", "x");
   H2OFLEX_CHECK(bias.numel() == x.dim(-1), "add_bias_relu: bias size");
@@ -129,20 +200,31 @@ void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int 
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
-  expect(q, DType::F32, 4, "attention_prefill", "q");
-  H2OFLEX_CHECK(k.shape() == q.shape() && v.shape() == q.shape() && out.shape() == q.shape(),
-                "attention_prefill: q/k/v/out shapes");
-  H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == q.dim(0), "attention_prefill: pad size");
-  for (int32_t p : pad) H2OFLEX_CHECK(p >= 0 && p < q.dim(1), "attention_prefill: pad ", p);
+  const char* op = "attention_prefill";
+  expect(q, DType::F32, 4, op, "q");
+  expect(k, DType::F32, 4, op, "k");
+  expect(v, DType::F32, 4, op, "v");
+  expect(out, DType::F32, 4, op, "out");
+  const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3), kvh = k.dim(2);
+  H2OFLEX_CHECK(k.dim(0) == b && k.dim(1) == s && k.dim(3) == d, op, ": k ", shape_str(k.shape()),
+                " for q ", shape_str(q.shape()), " (batch, seq and head_dim must match)");
+  H2OFLEX_CHECK(kvh > 0 && h % kvh == 0, op, ": ", h, " query heads are not a multiple of ", kvh,
+                " KV heads");
+  H2OFLEX_CHECK(v.shape() == k.shape(), op, ": v ", shape_str(v.shape()), " vs k ",
+                shape_str(k.shape()));
+  H2OFLEX_CHECK(out.shape() == q.shape(), op, ": out ", shape_str(out.shape()), " vs q ",
+                shape_str(q.shape()));
+  H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == b, op, ": pad size");
+  for (int32_t p : pad) H2OFLEX_CHECK(p >= 0 && p < s, op, ": pad ", p);
   if (colsum) {
-    expect(*colsum, DType::F32, 3, "attention_prefill", "colsum");
-    H2OFLEX_CHECK(
-        colsum->dim(0) == q.dim(0) && colsum->dim(1) == q.dim(2) && colsum->dim(2) == q.dim(1),
-        "attention_prefill: colsum shape");
+    expect(*colsum, DType::F32, 3, op, "colsum");
+    H2OFLEX_CHECK(colsum->shape() == (Shape{b, kvh, s}), op, ": colsum ",
+                  shape_str(colsum->shape()), " must be [batch, kv_heads, seq] ",
+                  shape_str(Shape{b, kvh, s}));
   }
   for (const Tensor* t :
        {&k, &v, static_cast<const Tensor*>(&out), static_cast<const Tensor*>(colsum)}) {
-    if (t) same_device(q, *t, "attention_prefill");
+    if (t) same_device(q, *t, op);
   }
   H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum);
 }
@@ -150,24 +232,47 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
 void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob) {
-  expect(q, DType::F32, 3, "attention_decode", "q");
-  H2OFLEX_CHECK(k_cache.rank() == 4 && k_cache.dim(0) == q.dim(0) && k_cache.dim(1) == q.dim(1) &&
-                    k_cache.dim(3) == q.dim(2),
-                "attention_decode: k_cache ", shape_str(k_cache.shape()), " vs q ",
+  const char* op = "attention_decode";
+  expect(q, DType::F32, 3, op, "q");
+  const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2);
+  H2OFLEX_CHECK(is_float(k_cache.dtype()) && k_cache.rank() == 4, op, ": k_cache ",
+                shape_str(k_cache.shape()), " ", dtype_name(k_cache.dtype()));
+  const int64_t kvh = k_cache.dim(1), cap = k_cache.dim(2);
+  H2OFLEX_CHECK(k_cache.dim(0) == b && k_cache.dim(3) == d, op, ": k_cache ",
+                shape_str(k_cache.shape()), " vs q ", shape_str(q.shape()),
+                " (batch and head_dim must match)");
+  H2OFLEX_CHECK(kvh > 0 && h % kvh == 0, op, ": ", h, " query heads are not a multiple of ", kvh,
+                " KV heads");
+  H2OFLEX_CHECK(v_cache.shape() == k_cache.shape() && v_cache.dtype() == k_cache.dtype(), op,
+                ": v_cache ", shape_str(v_cache.shape()), " vs k_cache ",
+                shape_str(k_cache.shape()));
+  expect(slot_pos, DType::I32, 3, op, "slot_pos");
+  const Shape meta{b, kvh, cap};
+  H2OFLEX_CHECK(slot_pos.shape() == meta, op, ": slot_pos ", shape_str(slot_pos.shape()),
+                " must be [batch, kv_heads, capacity] ", shape_str(meta));
+  const Shape kv_token{b, kvh, d};
+  expect(k_new, DType::F32, 3, op, "k_new");
+  expect(v_new, DType::F32, 3, op, "v_new");
+  H2OFLEX_CHECK(k_new.shape() == kv_token && v_new.shape() == kv_token, op, ": k_new ",
+                shape_str(k_new.shape()), " v_new ", shape_str(v_new.shape()),
+                " must be [batch, kv_heads, head_dim] ", shape_str(kv_token));
+  expect(out, DType::F32, 3, op, "out");
+  H2OFLEX_CHECK(out.shape() == q.shape(), op, ": out ", shape_str(out.shape()), " vs q ",
                 shape_str(q.shape()));
-  H2OFLEX_CHECK(v_cache.shape() == k_cache.shape() && v_cache.dtype() == k_cache.dtype(),
-                "attention_decode: v_cache");
-  expect(slot_pos, DType::I32, 3, "attention_decode", "slot_pos");
-  H2OFLEX_CHECK(slot_pos.dim(2) == k_cache.dim(2), "attention_decode: slot_pos capacity");
-  H2OFLEX_CHECK(
-      k_new.shape() == q.shape() && v_new.shape() == q.shape() && out.shape() == q.shape(),
-      "attention_decode: new token shapes");
-  if (slot_probs) H2OFLEX_CHECK(slot_probs->shape() == slot_pos.shape(), "slot_probs shape");
-  if (new_prob) H2OFLEX_CHECK(new_prob->numel() == q.dim(0) * q.dim(1), "new_prob shape");
+  if (slot_probs) {
+    expect(*slot_probs, DType::F32, -1, op, "slot_probs");
+    H2OFLEX_CHECK(slot_probs->shape() == meta, op, ": slot_probs ", shape_str(slot_probs->shape()),
+                  " must be [batch, kv_heads, capacity] ", shape_str(meta));
+  }
+  if (new_prob) {
+    expect(*new_prob, DType::F32, -1, op, "new_prob");
+    H2OFLEX_CHECK(new_prob->numel() == b * kvh, op, ": new_prob ", shape_str(new_prob->shape()),
+                  " must hold [batch, kv_heads] ", shape_str(Shape{b, kvh}));
+  }
   for (const Tensor* t :
        {&k_cache, &v_cache, &slot_pos, &k_new, &v_new, static_cast<const Tensor*>(&out),
         static_cast<const Tensor*>(slot_probs), static_cast<const Tensor*>(new_prob)}) {
-    if (t) same_device(q, *t, "attention_decode");
+    if (t) same_device(q, *t, op);
   }
   H2OFLEX_DISPATCH(q, attention_decode, q, k_cache, v_cache, slot_pos, k_new, v_new, scale, out,
                    slot_probs, new_prob);

@@ -4,10 +4,14 @@
 //
 // Layout conventions:
 //   hidden states   [rows, features] with rows = batch * seq
-//   q/k/v (prefill) [batch, seq, heads, head_dim]
-//   q (decode)      [batch, heads, head_dim]
-//   KV slots        [batch, heads, capacity, head_dim] (f32, f16 or bf16), positions
-//                   [batch, heads, capacity] i32 with -1 for an empty slot.
+//   q (prefill)     [batch, seq, heads, head_dim]
+//   k/v (prefill)   [batch, seq, kv_heads, head_dim]
+//   q (decode)      [batch, heads, head_dim]; the new k/v [batch, kv_heads, head_dim]
+//   KV slots        [batch, kv_heads, capacity, head_dim] (f32, f16 or bf16), positions
+//                   [batch, kv_heads, capacity] i32 with -1 for an empty slot.
+// Grouped-query attention: heads % kv_heads == 0 and query head j reads KV head
+// j / (heads / kv_heads), so consecutive query heads share a KV head (kv_heads == heads is
+// ordinary multi-head attention).
 #pragma once
 
 #include <cstdint>
@@ -60,18 +64,22 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out);
 // x[r, :] += table[positions[r] + offset, :] (OPT's learned positions use offset 2).
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset);
 
-// Causal self-attention over a left-padded prompt.
-//   q, k, v: [b, s, h, d] f32; pad[i] = number of left-padding positions of sequence i.
+// Causal self-attention over a left-padded prompt, grouped-query when kvh < h.
+//   q: [b, s, h, d] f32; k, v: [b, s, kvh, d] f32 with h % kvh == 0; pad[i] = number of
+//   left-padding positions of sequence i.
 //   out: [b, s, h, d]. Padding query rows produce zeros.
-//   colsum (optional, [b, h, s] f32): Σ over real query rows i of softmax P[i, j] (H2O score).
+//   colsum (optional, [b, kvh, s] f32): per KV head, Σ over the query heads sharing it and over
+//   real query rows i of softmax P[i, j] (H2O score), added in a fixed order.
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
 
-// Single-token attention over cached slots plus the new token.
-//   q, k_new, v_new: [b, h, d] f32. k_cache, v_cache: [b, h, cap, d]; slot_pos [b, h, cap] i32
-//   (a slot takes part iff its position >= 0). out: [b, h, d].
-//   slot_probs (optional, [b, h, cap] f32): softmax probability of each slot (0 for empty ones);
-//   new_prob (optional, [b, h] f32): probability of the new token itself.
+// Single-token attention over cached slots plus the new token, grouped-query when kvh < h.
+//   q: [b, h, d] f32; k_new, v_new: [b, kvh, d] f32 with h % kvh == 0. k_cache, v_cache:
+//   [b, kvh, cap, d]; slot_pos [b, kvh, cap] i32 (a slot takes part iff its position >= 0).
+//   out: [b, h, d].
+//   slot_probs (optional, [b, kvh, cap] f32): per KV head, Σ over the query heads sharing it of
+//   each slot's softmax probability (0 for empty slots);
+//   new_prob (optional, [b, kvh] f32): the same sum for the new token itself.
 void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob);

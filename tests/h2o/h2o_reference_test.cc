@@ -38,9 +38,9 @@ TEST(H2OReference, OneSequenceNeverChangesAnothersKeptSet) {
   for (int t = 0; t < b.total(); ++t) {  // rewrite sequence 1 entirely
     for (int h = 0; h < b.heads; ++h) {
       for (int d = 0; d < b.dim; ++d) {
-        b.q[b.at(1, t, h) + d] = n(rng);
-        b.k[b.at(1, t, h) + d] = n(rng);
-        b.v[b.at(1, t, h) + d] = n(rng);
+        b.q[b.q_at(1, t, h) + d] = n(rng);
+        b.k[b.kv_at(1, t, h) + d] = n(rng);
+        b.v[b.kv_at(1, t, h) + d] = n(rng);
       }
     }
   }
