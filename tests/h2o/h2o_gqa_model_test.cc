@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/generator.h"
+#include "models/loaders/dummy_weights.h"
 #include "policy/kv_policy.h"
 #include "tests/support/family_models.h"
 
