@@ -34,32 +34,25 @@ otherwise the next seed is tried (the chosen seed is recorded in expected.json).
 
 import argparse
 import copy
-import hashlib
-import inspect
 import json
 import os
 import shutil
 import sys
 import tempfile
 
-import numpy as np
 import safetensors
 import torch
 import transformers
-from safetensors import safe_open
 from transformers import OPTConfig, OPTForCausalLM
+
+from hf_fixture_common import (GREEDY_STEPS, PROMPT_LENGTHS, check_reference, dir_size,
+                               make_prompts, reference_entry, save_hf, tensor_stats)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE_DIR = os.path.join(REPO, "tests", "fixtures", "opt")
 DEMO_DIR = os.path.join(REPO, "models", "demo", "opt-demo")
 
 PAD_ID, BOS_ID, EOS_ID = 1, 2, 2
-PROMPT_LENGTHS = [5, 9, 12]
-GREEDY_STEPS = 16
-MIN_TOP2_GAP = 1e-3
-MIN_RELATIVE_TOP2_GAP = 0.01  # of the std of the step logits
-MIN_DISTINCT_TOKENS = 3  # per sequence, over the greedy continuation
-FIRST_VALUES = 4  # leading values of each tensor recorded for the reader tests
 
 
 def opt_config(**kw):
@@ -107,172 +100,16 @@ def build_model(spec, seed):
     return model
 
 
-def make_prompts(vocab, seed):
-    """Left-padded batch: each prompt is BOS followed by random ids >= 4 (clear of special ids)."""
-    gen = torch.Generator().manual_seed(seed)
-    width = max(PROMPT_LENGTHS)
-    ids = torch.full((len(PROMPT_LENGTHS), width), PAD_ID, dtype=torch.long)
-    mask = torch.zeros((len(PROMPT_LENGTHS), width), dtype=torch.long)
-    for i, n in enumerate(PROMPT_LENGTHS):
-        body = torch.randint(4, vocab, (n - 1,), generator=gen)
-        ids[i, width - n:] = torch.cat([torch.tensor([BOS_ID]), body])
-        mask[i, width - n:] = 1
-    return ids, mask
-
-
-def cache_kwarg(model):
-    """transformers 5 renamed past_key_values to cache; use whichever this version has."""
-    return "cache" if "cache" in inspect.signature(model.model.decoder.forward).parameters \
-        else "past_key_values"
-
-
-def past_of(out):
-    for attr in ("cache", "past_key_values"):
-        value = getattr(out, attr, None)
-        if value is not None:
-            return value
-    raise RuntimeError("model output carries no KV cache")
-
-
-@torch.no_grad()
-def greedy(model, ids, mask):
-    """Prefill, then GREEDY_STEPS greedy tokens through the KV cache (no EOS stop).
-
-    Returns (prefill logits [B, T, V], step logits [S, B, V], tokens [B, S]); step_logits[s] is
-    the distribution token s was chosen from (step 0: the prefill's last position)."""
-    out = model(input_ids=ids, attention_mask=mask, use_cache=True)
-    prefill = out.logits.float()
-    past = past_of(out)
-    step_logits = [prefill[:, -1, :]]
-    tokens = [step_logits[0].argmax(-1)]
-    for _ in range(1, GREEDY_STEPS):
-        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-        out = model(input_ids=tokens[-1][:, None], attention_mask=mask, use_cache=True,
-                    **{cache_kwarg(model): past})
-        past = past_of(out)
-        step_logits.append(out.logits[:, -1, :].float())
-        tokens.append(step_logits[-1].argmax(-1))
-    return prefill, torch.stack(step_logits), torch.stack(tokens, dim=1)
-
-
-@torch.no_grad()
-def teacher_forced_step_logits(model, ids, mask, tokens):
-    """Step logits from one full forward over prompt + tokens[:-1] (no cache)."""
-    full_ids = torch.cat([ids, tokens[:, :-1]], dim=1)
-    full_mask = torch.cat([mask, torch.ones_like(tokens[:, :-1])], dim=1)
-    logits = model(input_ids=full_ids, attention_mask=full_mask, use_cache=False).logits.float()
-    width = ids.shape[1]
-    return logits[:, width - 1:, :].transpose(0, 1)  # [S, B, V]
-
-
-def top2_gap(logits):
-    top = logits.topk(2, dim=-1).values
-    return (top[..., 0] - top[..., 1]).min().item()
-
-
-def check_reference(model, ids, mask):
-    """Runs HF and the acceptance checks; returns (reference dict pieces, ok, why)."""
-    prefill, steps, tokens = greedy(model, ids, mask)
-    # The cached path must agree with a plain full forward (guards the position/mask handling).
-    full = teacher_forced_step_logits(model, ids, mask, tokens)
-    cache_err = (full - steps).abs().max().item()
-    assert cache_err < 1e-4, f"HF cached vs full forward differ by {cache_err}"
-    gap = top2_gap(steps)
-    bf16 = copy.deepcopy(model).to(torch.bfloat16)
-    bf16_steps = teacher_forced_step_logits(bf16, ids, mask, tokens)
-    bf16_same = bool((bf16_steps.argmax(-1) == steps.argmax(-1)).all())
-    bf16_rel = ((bf16_steps - steps).abs().max() / steps.abs().max()).item()
-    std = steps.std().item()
-    distinct = min(len(set(row)) for row in tokens.tolist())
-    info = dict(prefill=prefill, steps=steps, tokens=tokens, min_top2_gap=gap,
-                bf16_same_tokens=bf16_same, bf16_max_rel_logit_err=bf16_rel, logit_std=std)
-    ok = (gap > max(MIN_TOP2_GAP, MIN_RELATIVE_TOP2_GAP * std) and bf16_same
-          and distinct >= MIN_DISTINCT_TOKENS)
-    return info, ok, (f"min top-2 gap {gap:.4g} (logit std {std:.3g}), bf16 same tokens "
-                      f"{bf16_same}, fewest distinct tokens {distinct}")
-
-
-def save_hf(model, out_dir, max_shard_size=None):
-    """save_pretrained into a scratch dir, then keep config.json and the safetensors files only."""
-    with tempfile.TemporaryDirectory() as tmp:
-        kwargs = {}
-        params = inspect.signature(model.save_pretrained).parameters
-        if "safe_serialization" in params:
-            kwargs["safe_serialization"] = True
-        if max_shard_size is not None:
-            kwargs["max_shard_size"] = max_shard_size
-        model.save_pretrained(tmp, **kwargs)
-        if os.path.isdir(out_dir):
-            shutil.rmtree(out_dir)
-        os.makedirs(out_dir)
-        kept = []
-        for name in sorted(os.listdir(tmp)):
-            if name == "config.json" or name.endswith(".safetensors") or \
-                    name == "model.safetensors.index.json":
-                shutil.copyfile(os.path.join(tmp, name), os.path.join(out_dir, name))
-                kept.append(name)
-    return kept
-
-
-def tensor_stats(ckpt_dir):
-    """Independent per-tensor check values, read back with the safetensors library."""
-    stats = {}
-    for name in sorted(os.listdir(ckpt_dir)):
-        if not name.endswith(".safetensors"):
-            continue
-        with safe_open(os.path.join(ckpt_dir, name), framework="pt") as f:
-            for key in f.keys():
-                t = f.get_tensor(key)
-                v = t.double().flatten()
-                stats[key] = dict(
-                    dtype={torch.float32: "F32", torch.float16: "F16",
-                           torch.bfloat16: "BF16"}[t.dtype],
-                    shape=list(t.shape), file=name, sum=v.sum().item(),
-                    abs_sum=v.abs().sum().item(),
-                    first=[float(x) for x in v[:FIRST_VALUES].tolist()])
-    return stats
-
-
-def write_f32(path, tensor):
-    arr = np.ascontiguousarray(tensor.detach().cpu().numpy().astype("<f4"))
-    arr.tofile(path)
-    return hashlib.sha256(arr.tobytes()).hexdigest()
-
-
-def reference_entry(name, info, ids, mask, seed):
-    """Writes the logits .bin files and returns the JSON description of one reference."""
-    ref_dir = os.path.join(FIXTURE_DIR, "reference")
-    os.makedirs(ref_dir, exist_ok=True)
-    width = ids.shape[1]
-    rows = [info["prefill"][i, width - n:, :] for i, n in enumerate(PROMPT_LENGTHS)]
-    prefill = torch.cat(rows, dim=0)  # [sum(lengths), V]
-    prefill_file = f"reference/{name}.prefill_logits.f32.bin"
-    greedy_file = f"reference/{name}.greedy_logits.f32.bin"
-    prefill_sha = write_f32(os.path.join(FIXTURE_DIR, prefill_file), prefill)
-    greedy_sha = write_f32(os.path.join(FIXTURE_DIR, greedy_file), info["steps"])
-    return {
-        "seed": seed,
-        "prefill_logits": {"file": prefill_file, "shape": list(prefill.shape),
-                           "sha256": prefill_sha},
-        "greedy_logits": {"file": greedy_file, "shape": list(info["steps"].shape),
-                          "sha256": greedy_sha},
-        "greedy_tokens": info["tokens"].tolist(),
-        "min_top2_gap": info["min_top2_gap"],
-        "logit_std": info["logit_std"],
-        "torch_bf16_same_tokens": info["bf16_same_tokens"],
-        "torch_bf16_max_rel_logit_err": info["bf16_max_rel_logit_err"],
-    }
-
-
 def build_accepted(spec, first_seed, ids, mask, also_fp16=False):
     """Tries seeds from first_seed until the fp32 model (and its fp16 rounding) pass the checks."""
     for seed in range(first_seed, first_seed + 500):
         model = build_model(spec, seed)
-        info, ok, why = check_reference(model, ids, mask)
+        info, ok, why = check_reference(model, ids, mask, model.model.decoder.forward)
         fp16_info = None
         if ok and also_fp16:
             rounded = copy.deepcopy(model).half().float()
-            fp16_info, ok, why = check_reference(rounded, ids, mask)
+            fp16_info, ok, why = check_reference(rounded, ids, mask,
+                                                  rounded.model.decoder.forward)
             why = "fp16 copy: " + why
         print(f"  seed {seed}: {why} -> {'ok' if ok else 're-roll'}", file=sys.stderr)
         if ok:
@@ -295,7 +132,7 @@ def generate_fixtures():
     ref_dir = os.path.join(FIXTURE_DIR, "reference")
     if os.path.isdir(ref_dir):
         shutil.rmtree(ref_dir)
-    ids, mask = make_prompts(1000, seed=7)
+    ids, mask = make_prompts(1000, seed=7, pad_id=PAD_ID, bos_id=BOS_ID)
     expected = {
         "format_version": 1,
         "generator": {"script": "tools/gen_opt_fixtures.py", "torch": torch.__version__,
@@ -312,8 +149,9 @@ def generate_fixtures():
 
     print("tiny-preln", file=sys.stderr)
     model, seed, info, fp16_info = build_accepted(TINY_PRELN, 1000, ids, mask, also_fp16=True)
-    refs["tiny-preln"] = reference_entry("tiny-preln", info, ids, mask, seed)
-    refs["tiny-preln-fp16"] = reference_entry("tiny-preln-fp16", fp16_info, ids, mask, seed)
+    refs["tiny-preln"] = reference_entry(FIXTURE_DIR, "tiny-preln", info, ids, seed)
+    refs["tiny-preln-fp16"] = reference_entry(FIXTURE_DIR, "tiny-preln-fp16", fp16_info, ids,
+                                              seed)
     files = save_hf(model, os.path.join(FIXTURE_DIR, "tiny-preln"))
     ckpts["tiny-preln"] = checkpoint_entry("tiny-preln", files, "tiny-preln", "float32")
     files = save_hf(copy.deepcopy(model).half(), os.path.join(FIXTURE_DIR, "tiny-preln-fp16"))
@@ -322,7 +160,7 @@ def generate_fixtures():
 
     print("tiny-postln", file=sys.stderr)
     model, seed, info, _ = build_accepted(TINY_POSTLN, 2000, ids, mask)
-    refs["tiny-postln"] = reference_entry("tiny-postln", info, ids, mask, seed)
+    refs["tiny-postln"] = reference_entry(FIXTURE_DIR, "tiny-postln", info, ids, seed)
     files = save_hf(model, os.path.join(FIXTURE_DIR, "tiny-postln"))
     ckpts["tiny-postln"] = checkpoint_entry("tiny-postln", files, "tiny-postln", "float32")
     files = save_hf(model, os.path.join(FIXTURE_DIR, "tiny-postln-sharded"),
@@ -335,8 +173,7 @@ def generate_fixtures():
     with open(os.path.join(FIXTURE_DIR, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
-    total = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(FIXTURE_DIR)
-                for n in ns)
+    total = dir_size(FIXTURE_DIR)
     print(f"fixtures: {total / 1e6:.2f} MB in {FIXTURE_DIR}", file=sys.stderr)
 
 
