@@ -111,9 +111,11 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
     src.key = layout->model_key();
     return src;
   }
-  auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
+  // config.json first: its errors come before any about the weights, and dummy weights need
+  // nothing else from the directory.
   src.model = hf_model(dir, name);
   if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
+  auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
   // Every tensor must exist with the shape config.json implies; checked before any work.
   for (const WeightSpec& spec : src.model->weight_specs()) ckpt->get(spec.name, spec.shape);
   reject_unused_tensors(*ckpt, *src.model);

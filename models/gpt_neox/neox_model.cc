@@ -28,8 +28,9 @@ Tensor scratch(Scratch purpose, Shape shape, const Tensor& like) {
   return ops::scratch(purpose, std::move(shape), DType::F32, like.device());
 }
 
-const Tensor* bias_or_null(const Tensor& b) {
-  return b.numel() > 0 ? &b : nullptr;
+// The bias when the configuration has one (an unbound Tensor is not "empty": it is a scalar).
+const Tensor* bias_if(bool present, const Tensor& b) {
+  return present ? &b : nullptr;
 }
 
 }  // namespace
@@ -118,7 +119,7 @@ void NeoxModel::attention_input(const UnitWeights& layer, ops::ComputeType ct,
   Tensor x = scratch(Scratch::Normed, hidden.shape(), hidden);
   ops::layer_norm(hidden, w.ln1_w, w.ln1_b, cfg_.layer_norm_eps, x);
   Tensor qkv = scratch(Scratch::FusedQkv, {rows, 3 * cfg_.hidden}, hidden);
-  ops::linear(x, w.qkv_w, bias_or_null(w.qkv_b), qkv, ct);
+  ops::linear(x, w.qkv_w, bias_if(cfg_.attention_bias, w.qkv_b), qkv, ct);
   ops::split_qkv_heads(qkv, cfg_.heads, q, k, v);
   if (cfg_.rot_dim() == 0) return;
   const Tensor inv_freq = ops::scratch_copy(Scratch::RopeFrequencies, inv_freq_, hidden.device());
@@ -131,7 +132,7 @@ void NeoxModel::layer_finish(const UnitWeights& layer, ops::ComputeType ct, Tens
   const auto& w = static_cast<const NeoxLayer&>(layer);
   const int64_t rows = hidden.dim(0);
   Tensor attn_out = scratch(Scratch::Projection, {rows, cfg_.hidden}, hidden);
-  ops::linear(attn, w.dense_w, bias_or_null(w.dense_b), attn_out, ct);
+  ops::linear(attn, w.dense_w, bias_if(cfg_.attention_bias, w.dense_b), attn_out, ct);
   Tensor x = scratch(Scratch::Normed, {rows, cfg_.hidden}, hidden);
   if (cfg_.parallel_residual) {
     // The MLP reads the layer's input, not the attention's output: x + attn(ln1(x)) + mlp(ln2(x)).

@@ -28,8 +28,9 @@ Tensor scratch(Scratch purpose, Shape shape, const Tensor& like) {
   return ops::scratch(purpose, std::move(shape), DType::F32, like.device());
 }
 
-const Tensor* bias_or_null(const Tensor& b) {
-  return b.numel() > 0 ? &b : nullptr;
+// The bias when the configuration has one (an unbound Tensor is not "empty": it is a scalar).
+const Tensor* bias_if(bool present, const Tensor& b) {
+  return present ? &b : nullptr;
 }
 
 }  // namespace
@@ -116,9 +117,9 @@ void LlamaModel::attention_input(const UnitWeights& layer, ops::ComputeType ct,
   const auto& w = static_cast<const LlamaLayer&>(layer);
   Tensor x = scratch(Scratch::Normed, hidden.shape(), hidden);
   ops::rms_norm(hidden, w.in_norm, cfg_.rms_norm_eps, x);
-  ops::linear(x, w.q_w, bias_or_null(w.q_b), q, ct);
-  ops::linear(x, w.k_w, bias_or_null(w.k_b), k, ct);
-  ops::linear(x, w.v_w, bias_or_null(w.v_b), v, ct);
+  ops::linear(x, w.q_w, bias_if(cfg_.qkv_bias, w.q_b), q, ct);
+  ops::linear(x, w.k_w, bias_if(cfg_.qkv_bias, w.k_b), k, ct);
+  ops::linear(x, w.v_w, bias_if(cfg_.qkv_bias, w.v_b), v, ct);
   const Tensor inv_freq = ops::scratch_copy(Scratch::RopeFrequencies, inv_freq_, hidden.device());
   ops::rotary_embedding(q, positions, cfg_.heads, cfg_.head_dim, inv_freq);
   ops::rotary_embedding(k, positions, cfg_.kv_heads, cfg_.head_dim, inv_freq);

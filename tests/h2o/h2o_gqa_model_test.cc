@@ -1,4 +1,5 @@
-// H2O inside a grouped-query model (8 query heads over 2 KV heads, rotary positions): the kept
+// H2O inside a grouped-query model (8 query heads over 2 KV heads, rotary positions; the
+// llama-gqa fixture): the kept
 // set is per KV head, a budget that holds everything changes nothing, and a small budget bounds
 // every (layer, sequence, KV head) while keeping the recent tokens and never a pad.
 #include <gtest/gtest.h>
@@ -6,9 +7,9 @@
 #include <algorithm>
 
 #include "engine/generator.h"
-#include "models/loaders/dummy_weights.h"
+#include "experiments/model_source.h"
 #include "policy/kv_policy.h"
-#include "tests/support/family_models.h"
+#include "tests/support/hf_fixtures.h"
 
 namespace h2oflex {
 namespace {
@@ -22,9 +23,14 @@ const std::vector<std::vector<int32_t>> kPrompts = {
     {1, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150}, {1, 9, 8, 7}, {1, 33, 44, 55, 66, 77, 88}};
 const int kPads[] = {0, 8, 5};
 
+// The Hugging Face fixture's weights: random, but with attention far from uniform (unlike dummy
+// weights), so heavy hitters differ between heads.
 RunOutput run(const KvRule& rule, int gen_len) {
-  const LlamaModel model(testing_support::tiny_llama_gqa());
-  const ModelWeights w = load_model_weights(model, DType::F32, dummy_weight_producer(5));
+  const ModelSource src = open_model_source(testing_support::kFamilyFixtures + "llama-gqa", false, 0);
+  const DecoderModel& model = *src.model;
+  EXPECT_EQ(model.kv_geometry().query_heads, 8);
+  EXPECT_EQ(model.kv_geometry().kv_heads, 2);
+  const ModelWeights w = load_model_weights(model, DType::F32, src.producer);
   GenerationSettings g;
   g.gen_len = gen_len;
   g.eviction = rule;

@@ -45,10 +45,17 @@ struct Captured {
   std::vector<std::vector<int32_t>> tokens;  // greedy
 };
 
-inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
+// The prompt set of reference `ref_name`: OPT's fixtures have one ("prompts"), the families'
+// one per convention ("prompt_sets", named by the reference's "prompts").
+inline const nlohmann::json& prompt_set(const nlohmann::json& e, const std::string& ref_name) {
+  if (e.contains("prompts")) return e["prompts"];
+  return e["prompt_sets"][e["references"][ref_name]["prompts"].get<std::string>()];
+}
+
+inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& set) {
   std::vector<std::vector<int32_t>> p;
-  const auto& ids = e["prompts"]["input_ids"];
-  const auto& lengths = e["prompts"]["lengths"];
+  const auto& ids = set["input_ids"];
+  const auto& lengths = set["lengths"];
   for (size_t i = 0; i < ids.size(); ++i) {
     const size_t n = lengths[i].get<size_t>(), total = ids[i].size();
     std::vector<int32_t> seq;
@@ -58,16 +65,16 @@ inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& e) {
   return p;
 }
 
-inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& e,
-                          Device device, const std::string& root = kFixtures) {
+inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& set,
+                          int greedy_steps, Device device, const std::string& root = kFixtures) {
   const ModelSource src = open_model_source(root + dir, /*dummy=*/false, 0);
   const DType wdt = matrix_dtype_for(ct);
   const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
-  const auto ps = prompts(e);
-  const int64_t seq = static_cast<int64_t>(e["prompts"]["input_ids"][0].size());
+  const auto ps = prompts(set);
+  const int64_t seq = static_cast<int64_t>(set["input_ids"][0].size());
   Captured c;
   GenerationSettings g;
-  g.gen_len = e["greedy_steps"].get<int>();
+  g.gen_len = greedy_steps;
   g.stop_at_eos = false;
   g.compute = ct;
   g.kv_dtype = wdt;
@@ -113,7 +120,8 @@ inline void check_reference(const std::string& dir, const std::string& ref_name,
   const nlohmann::json e = expected(root);
   ASSERT_TRUE(e["references"].contains(ref_name)) << ref_name;
   const auto& ref = e["references"][ref_name];
-  const Captured c = run_model(dir, ct, e, device, root);
+  const Captured c =
+      run_model(dir, ct, prompt_set(e, ref_name), e["greedy_steps"].get<int>(), device, root);
   const size_t steps = e["greedy_steps"].get<size_t>();
   const size_t rows = ref["prefill_logits"]["shape"][0].get<size_t>();
   const size_t vocab = ref["prefill_logits"]["shape"][1].get<size_t>();
@@ -158,7 +166,7 @@ inline void check_pipeline_with_weights_on_disk(PipelineDevice device, bool cpu_
   spec.policy.cpu_cache_compute = cpu_cache_compute;
   spec.limits.disk_path = disk_path;
   spec.gen.gen_len = e["greedy_steps"].get<int>();
-  spec.prompts = prompts(e);
+  spec.prompts = prompts(e["prompts"]);
   const PipelineResult r = run_pipeline(spec);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(r.tokens[i],
