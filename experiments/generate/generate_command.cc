@@ -108,9 +108,14 @@ int run_generate(const GenerateJobOptions& options) {
   H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
                       config.model, "': the tokenizer has ", tokenizer.vocab_size(),
                       " ids but the model's vocabulary only ", m.vocab());
-  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == special.eos, "model '", config.model,
-                      "': the tokenizer's EOS id ", tokenizer.eos_id(),
-                      " differs from the model's eos_token_id ", special.eos);
+  // The model's EOS must be one the tokenizer ends on (Llama-3 instruct models name several
+  // end ids; config.json's first need not be the tokenizer's eos_token).
+  const std::vector<int32_t>& stops = tokenizer.stop_ids();
+  H2OFLEX_INPUT_CHECK(
+      tokenizer.eos_id() == special.eos ||
+          std::find(stops.begin(), stops.end(), special.eos) != stops.end(),
+      "model '", config.model, "': the model's eos_token_id ", special.eos,
+      " is neither the tokenizer's EOS id (", tokenizer.eos_id(), ") nor one of its stop ids");
   std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
   generate::BlockEngine engine(config, model);
   const double load_s = load_watch.elapsed();

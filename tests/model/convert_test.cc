@@ -37,6 +37,17 @@ TEST_F(Convert, ConvertedModelGeneratesWhatTheCheckpointGenerates) {
   EXPECT_EQ(greedy(dir().string()), greedy(kFixture.string()));
 }
 
+// The families convert the same way: a tied, sharded LLaMA and a GPT-NeoX checkpoint.
+TEST_F(Convert, FamilyCheckpointsConvertAndGenerateTheSame) {
+  const fs::path families = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/families";
+  for (const char* name : {"llama-tied-sharded", "neox-partial"}) {
+    const fs::path out = dir() / name;
+    fs::create_directories(out);
+    ASSERT_EQ(run_convert({(families / name).string(), out.string(), "f32"}), 0) << name;
+    EXPECT_EQ(greedy(out.string()), greedy((families / name).string())) << name;
+  }
+}
+
 TEST_F(Convert, Bf16LayoutLoadsIntoF32Compute) {
   ASSERT_EQ(run_convert({kFixture.string(), dir().string(), "bf16"}), 0);
   const ModelSource src = open_model_source(dir().string(), false, 0);
