@@ -1,12 +1,15 @@
-// Causal prefill attention over a left-padded prompt, with H2O per-key column sums.
+// Causal prefill attention over a left-padded prompt, with H2O per-key column sums; grouped-query
+// when several query heads share a KV head (query head hi reads KV head hi / group).
 //
-// Kernel 1 gives one block to each (sequence, head, query row): the row's scores live in shared
-// memory, softmax is fp32, and the row's max and normalizer are kept when column sums are
-// wanted. Kernel 2 gives one block to each (sequence, head, key column) and recomputes the
-// column's probabilities from those row statistics, adding them in a fixed order: the column
-// sums come out deterministic (no atomics), so H2O keeps the same tokens on every run.
+// Kernel 1 gives one block to each (sequence, query head, query row): the row's scores live in
+// shared memory, softmax is fp32, and the row's max and normalizer are kept when column sums are
+// wanted. Kernel 2 gives one block to each (sequence, KV head, key column) and recomputes the
+// column's probabilities for every query head of the group from those row statistics, adding them
+// in a fixed order (head by head, rows in a fixed warp order): the column sums come out
+// deterministic (no atomics), so H2O keeps the same tokens on every run.
 //
-// Layout: q/k/v/out [b, s, h, d]; element (bi, t, hi, :) starts at ((bi * s + t) * h + hi) * d.
+// Layout: q/out [b, s, h, d], element (bi, t, hi, :) at ((bi * s + t) * h + hi) * d; k/v
+// [b, s, kvh, d], element (bi, t, gi, :) at ((bi * s + t) * kvh + gi) * d.
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/scratch.h"
@@ -19,13 +22,19 @@ constexpr int kThreads = 128;  // 4 warps: one key (kernel 1) or query (kernel 2
 constexpr int kWarps = kThreads / kWarpSize;
 
 struct PrefillShape {
-  int s = 0, h = 0, d = 0;
+  int s = 0, h = 0, kvh = 0, d = 0;
+  int group = 1;  // query heads per KV head: h / kvh
   float scale = 1.0f;
 };
 
-__device__ __forceinline__ int64_t token_offset(int64_t bi, int64_t t, int64_t hi,
-                                                const PrefillShape& sh) {
+__device__ __forceinline__ int64_t q_offset(int64_t bi, int64_t t, int64_t hi,
+                                            const PrefillShape& sh) {
   return ((bi * sh.s + t) * sh.h + hi) * sh.d;
+}
+
+__device__ __forceinline__ int64_t kv_offset(int64_t bi, int64_t t, int64_t gi,
+                                             const PrefillShape& sh) {
+  return ((bi * sh.s + t) * sh.kvh + gi) * sh.d;
 }
 
 // grid (s, h, sequences in this chunk); dynamic shared memory: d + s floats.
@@ -38,9 +47,10 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
   const int hi = blockIdx.y;
   const int64_t bi = first_seq + blockIdx.z;
   const int p0 = pad.v[blockIdx.z];
+  const int gi = hi / sh.group;
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int64_t stride = static_cast<int64_t>(sh.h) * sh.d;  // between positions of one head
-  float* oi = out + token_offset(bi, i, hi, sh);
+  const int64_t kv_stride = static_cast<int64_t>(sh.kvh) * sh.d;  // between positions of a head
+  float* oi = out + q_offset(bi, i, hi, sh);
   const int64_t stat = (bi * sh.h + hi) * sh.s + i;
 
   if (i < p0) {  // a padding query row attends to nothing
@@ -54,15 +64,15 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
 
   float* qs = smem;
   float* sc = smem + sh.d;
-  const float* qi = q + token_offset(bi, i, hi, sh);
+  const float* qi = q + q_offset(bi, i, hi, sh);
   for (int t = threadIdx.x; t < sh.d; t += blockDim.x) qs[t] = qi[t];
   __syncthreads();
 
   // Keys p0..i; sc[j] holds key p0 + j.
   const int n_keys = i - p0 + 1;
-  const float* k0 = k + token_offset(bi, p0, hi, sh);
+  const float* k0 = k + kv_offset(bi, p0, gi, sh);
   for (int j = warp; j < n_keys; j += kWarps) {
-    const float dot = warp_dot(qs, k0 + j * stride, sh.d);
+    const float dot = warp_dot(qs, k0 + j * kv_stride, sh.d);
     if (lane == 0) sc[j] = dot * sh.scale;
   }
   __syncthreads();
@@ -79,10 +89,10 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
   sum = block_sum(sum, scratch);  // also makes every sc[j] visible to the whole block
   const float inv = 1.0f / sum;
 
-  const float* v0 = v + token_offset(bi, p0, hi, sh);
+  const float* v0 = v + kv_offset(bi, p0, gi, sh);
   for (int t = threadIdx.x; t < sh.d; t += blockDim.x) {
     float acc = 0.0f;
-    for (int j = 0; j < n_keys; ++j) acc = fmaf(sc[j] * inv, v0[j * stride + t], acc);
+    for (int j = 0; j < n_keys; ++j) acc = fmaf(sc[j] * inv, v0[j * kv_stride + t], acc);
     oi[t] = acc;
   }
   if (row_max != nullptr && threadIdx.x == 0) {
@@ -91,41 +101,46 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
   }
 }
 
-// grid (s, h, sequences in this chunk); dynamic shared memory: d floats (the key).
-// colsum[bi, hi, j] = Σ over real query rows i >= j of P[i, j]; 0 for padding keys.
+// grid (s, kvh, sequences in this chunk); dynamic shared memory: d floats (the key).
+// colsum[bi, gi, j] = Σ over the group's query heads and real query rows i >= j of P[i, j]; 0 for
+// padding keys.
 __global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillShape sh, SeqInts pad,
                                       int64_t first_seq, const float* row_max, const float* row_sum,
                                       float* colsum) {
   extern __shared__ float ks[];
   __shared__ float partial[kWarps];
   const int j = blockIdx.x;
-  const int hi = blockIdx.y;
+  const int gi = blockIdx.y;
   const int64_t bi = first_seq + blockIdx.z;
   const int p0 = pad.v[blockIdx.z];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int64_t stride = static_cast<int64_t>(sh.h) * sh.d;
-  const int64_t stat0 = (bi * sh.h + hi) * sh.s;
+  const int64_t q_stride = static_cast<int64_t>(sh.h) * sh.d;
+  const int64_t out_at = (bi * sh.kvh + gi) * sh.s + j;
   if (j < p0) {
-    if (threadIdx.x == 0) colsum[stat0 + j] = 0.0f;
+    if (threadIdx.x == 0) colsum[out_at] = 0.0f;
     return;
   }
-  const float* kj = k + token_offset(bi, j, hi, sh);
+  const float* kj = k + kv_offset(bi, j, gi, sh);
   for (int t = threadIdx.x; t < sh.d; t += blockDim.x) ks[t] = kj[t];
   __syncthreads();
 
-  const float* q0 = q + token_offset(bi, 0, hi, sh);
   float acc = 0.0f;  // identical in every lane of a warp
-  for (int i = j + warp; i < sh.s; i += kWarps) {
-    // Same operand order as kernel 1 (query first), so the score is bit-identical.
-    const float dot = warp_dot(q0 + i * stride, ks, sh.d);
-    acc += expf(dot * sh.scale - row_max[stat0 + i]) / row_sum[stat0 + i];
+  for (int m = 0; m < sh.group; ++m) {
+    const int hi = gi * sh.group + m;
+    const float* q0 = q + q_offset(bi, 0, hi, sh);
+    const int64_t stat0 = (bi * sh.h + hi) * sh.s;
+    for (int i = j + warp; i < sh.s; i += kWarps) {
+      // Same operand order as kernel 1 (query first), so the score is bit-identical.
+      const float dot = warp_dot(q0 + i * q_stride, ks, sh.d);
+      acc += expf(dot * sh.scale - row_max[stat0 + i]) / row_sum[stat0 + i];
+    }
   }
   if (lane == 0) partial[warp] = acc;
   __syncthreads();
   if (threadIdx.x == 0) {
     float total = 0.0f;
     for (int w = 0; w < kWarps; ++w) total += partial[w];
-    colsum[stat0 + j] = total;
+    colsum[out_at] = total;
   }
 }
 
@@ -133,7 +148,7 @@ __global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillSha
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
-  const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3);
+  const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3), kvh = k.dim(2);
   if (b == 0 || s == 0 || h == 0) return;
   H2OFLEX_CHECK(s <= 0x7fffffff && h <= 65535 && d <= 0x7fffffff, "attention_prefill: shape ",
                 shape_str(q.shape()), " exceeds the launch grid");
@@ -141,6 +156,8 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
   PrefillShape sh;
   sh.s = static_cast<int>(s);
   sh.h = static_cast<int>(h);
+  sh.kvh = static_cast<int>(kvh);
+  sh.group = static_cast<int>(h / kvh);
   sh.d = static_cast<int>(d);
   sh.scale = scale;
 
@@ -167,7 +184,9 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
         chunk, first, row_max, row_sum);
     CUDA_CHECK_LAUNCH();
     if (colsum != nullptr) {
-      prefill_colsum_kernel<<<grid, kThreads, col_smem, stream>>>(
+      const dim3 col_grid(static_cast<unsigned>(s), static_cast<unsigned>(kvh),
+                          static_cast<unsigned>(count));
+      prefill_colsum_kernel<<<col_grid, kThreads, col_smem, stream>>>(
           q.data<const float>(), k.data<const float>(), sh, chunk, first, row_max, row_sum,
           colsum->data<float>());
       CUDA_CHECK_LAUNCH();

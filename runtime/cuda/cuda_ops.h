@@ -15,6 +15,17 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
 
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
 
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out);
+
+void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t rot_dim,
+                      const Tensor& inv_freq);
+
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out);
+
+void gelu(Tensor& x);
+
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v);
+
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu);
 
 void add_inplace(Tensor& x, const Tensor& y);

@@ -1,5 +1,5 @@
-// Row-wise and elementwise kernels: LayerNorm, bias + ReLU, residual add, token and position
-// embeddings, dtype conversion.
+// Row-wise and elementwise kernels: LayerNorm, RMSNorm, bias + ReLU, residual add, SwiGLU, GELU,
+// the fused-QKV split, token and position embeddings, dtype conversion.
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/launchers.h"
@@ -31,6 +31,53 @@ __global__ void layer_norm_kernel(const float* x, const W* gamma, const W* beta,
   const float inv_std = 1.0f / sqrtf(var + eps);
   for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) {
     yr[i] = (xr[i] - mean) * inv_std * to_f32(gamma[i]) + to_f32(beta[i]);
+  }
+}
+
+// One block per row; fp32 sum of squares. `out` may alias `x`: each element is read and then
+// written by the same thread, after the reduction has consumed the whole row.
+__global__ void rms_norm_kernel(const float* x, const float* gamma, float eps, float* out,
+                                int64_t dim) {
+  __shared__ float scratch[kWarpSize];
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * dim;
+  float* yr = out + static_cast<int64_t>(blockIdx.x) * dim;
+  float sq = 0.0f;
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) sq = fmaf(xr[i], xr[i], sq);
+  const float mean_sq = block_sum(sq, scratch) / static_cast<float>(dim);
+  // 1/sqrtf (IEEE) rather than rsqrtf (approximate), as the CPU backend computes it.
+  const float inv = 1.0f / sqrtf(mean_sq + eps);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * inv * gamma[i];
+}
+
+__global__ void silu_mul_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void gelu_kernel(float* x, int64_t n) {
+  constexpr float kInvSqrt2 = 0.70710678118654752f;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = x[i];
+    x[i] = v * 0.5f * (1.0f + erff(v * kInvSqrt2));
+  }
+}
+
+// Grid-stride over the rows * heads * d elements of each output; qkv row r holds, per head,
+// [q(d), k(d), v(d)].
+__global__ void split_qkv_kernel(const float* qkv, int64_t rows, int64_t heads, int64_t d, float* q,
+                                 float* k, float* v) {
+  const int64_t n = rows * heads * d;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t head_at = i / d, t = i % d;  // head_at = r * heads + hi
+    const float* src = qkv + head_at * 3 * d + t;
+    q[i] = src[0];
+    k[i] = src[d];
+    v[i] = src[2 * d];
   }
 }
 
@@ -152,6 +199,40 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
         dim);
     CUDA_CHECK_LAUNCH();
   });
+}
+
+void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out) {
+  const int64_t dim = x.dim(-1);
+  const int64_t rows = rows_of(x, dim);
+  if (rows == 0) return;
+  check_grid_rows(rows, "rms_norm");
+  rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, current_stream()>>>(
+      x.data<const float>(), gamma.data<const float>(), eps, out.data<float>(), dim);
+  CUDA_CHECK_LAUNCH();
+}
+
+void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
+  const int64_t n = gate.numel();
+  if (n == 0) return;
+  silu_mul_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
+      gate.data<const float>(), up.data<const float>(), out.data<float>(), n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void gelu(Tensor& x) {
+  const int64_t n = x.numel();
+  if (n == 0) return;
+  gelu_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(x.data<float>(), n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v) {
+  const int64_t rows = qkv.dim(0), d = qkv.dim(1) / (3 * heads);
+  const int64_t n = rows * heads * d;
+  if (n == 0) return;
+  split_qkv_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
+      qkv.data<const float>(), rows, heads, d, q.data<float>(), k.data<float>(), v.data<float>());
+  CUDA_CHECK_LAUNCH();
 }
 
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {

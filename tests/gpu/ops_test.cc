@@ -1,5 +1,5 @@
 // Every CUDA op against its CPU twin (h2oflex::cpu) on random inputs: normalized error bounds
-// per dtype for arithmetic, exact equality for ids and H2O keep / evict choices.
+// per dtype for arithmetic, exact equality for ids, copies and H2O keep / evict choices.
 #include <gtest/gtest.h>
 
 #include "gpu_test_support.h"
@@ -7,8 +7,11 @@
 #ifdef H2OFLEX_WITH_CUDA
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/half.h"
@@ -113,6 +116,91 @@ TEST(CudaOps, LayerNormMatchesCpuAndWorksInPlace) {
     EXPECT_LE(normalized_error(host(dout), want), 1e-5) << dim;
     cuda::layer_norm(dx, dg, db, 1e-5f, dx);  // out aliases x
     EXPECT_LE(normalized_error(host(dx), want), 1e-5) << dim;
+  }
+}
+
+TEST(CudaOps, RmsNormMatchesCpuAndWorksInPlace) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  for (int64_t dim : {64, 1000, 4096}) {
+    Tensor x = random_tensor({5, dim}, DType::F32, 40, 3.0f);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] += 1.0f;
+    Tensor gamma = random_tensor({dim}, DType::F32, 41);
+    Tensor want = Tensor::zeros({5, dim}, DType::F32);
+    cpu::rms_norm(x, gamma, 1e-6f, want);
+    Tensor dx = dev(x), dg = dev(gamma);
+    Tensor dout = cuda::device_zeros({5, dim}, DType::F32);
+    cuda::rms_norm(dx, dg, 1e-6f, dout);
+    EXPECT_LE(normalized_error(host(dout), want), 1e-5) << dim;
+    ops::rms_norm(dx, dg, 1e-6f, dx);  // out aliases x, through the dispatcher
+    EXPECT_LE(normalized_error(host(dx), want), 1e-5) << dim;
+  }
+}
+
+TEST(CudaOps, RotaryEmbeddingMatchesCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 37, heads = 5, head_dim = 64;
+  std::vector<int32_t> pos(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) pos[r] = r % 6 == 2 ? -1 : static_cast<int32_t>(r * 113);
+  const Tensor positions = int_tensor({rows}, pos);  // up to 4068, where __cosf would be off
+  for (int64_t rot_dim : {64, 16}) {                 // full and GPT-NeoX's partial rotary
+    Tensor inv_freq = Tensor::empty({rot_dim / 2}, DType::F32);
+    for (int64_t i = 0; i < rot_dim / 2; ++i) {
+      inv_freq.data<float>()[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / rot_dim));
+    }
+    const Tensor x = random_tensor({rows, heads * head_dim}, DType::F32, 42);
+    Tensor want = x.clone();
+    cpu::rotary_embedding(want, positions, heads, rot_dim, inv_freq);
+    Tensor dx = dev(x);
+    cuda::rotary_embedding(dx, dev(positions), heads, rot_dim, dev(inv_freq));
+    const Tensor got = host(dx);
+    EXPECT_LE(normalized_error(got, want), 1e-6) << rot_dim;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < heads * head_dim; ++i) {
+        const int64_t at = r * heads * head_dim + i;
+        if (pos[r] < 0 || i % head_dim >= rot_dim) {  // padding rows and unrotated dims: as given
+          ASSERT_EQ(got.data<float>()[at], x.data<float>()[at]) << "row " << r << " dim " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaOps, SiluMulAndGeluMatchCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  Tensor gate = random_tensor({9, 1001}, DType::F32, 43, 4.0f);
+  gate.data<float>()[0] = 95.0f;
+  gate.data<float>()[1] = -95.0f;
+  const Tensor up = random_tensor({9, 1001}, DType::F32, 44);
+  Tensor want = Tensor::zeros(gate.shape(), DType::F32);
+  cpu::silu_mul(gate, up, want);
+  Tensor dgate = dev(gate), dup = dev(up);
+  Tensor dout = cuda::device_zeros(gate.shape(), DType::F32);
+  cuda::silu_mul(dgate, dup, dout);
+  EXPECT_LE(normalized_error(host(dout), want), 1e-6);
+  ops::silu_mul(dgate, dup, dgate);  // out aliases gate
+  EXPECT_LE(normalized_error(host(dgate), want), 1e-6);
+
+  Tensor x = random_tensor({7, 2049}, DType::F32, 45, 3.0f);
+  Tensor dx = dev(x);
+  cpu::gelu(x);
+  cuda::gelu(dx);
+  EXPECT_LE(normalized_error(host(dx), x), 1e-6);
+}
+
+TEST(CudaOps, SplitQkvHeadsMatchesCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 11, heads = 6, d = 40;
+  const Tensor qkv = random_tensor({rows, heads * 3 * d}, DType::F32, 46);
+  Tensor q = Tensor::zeros({rows, heads * d}, DType::F32), k = q.clone(), v = q.clone();
+  cpu::split_qkv_heads(qkv, heads, q, k, v);
+  Tensor dq = cuda::device_zeros({rows, heads * d}, DType::F32);
+  Tensor dk = cuda::device_zeros({rows, heads * d}, DType::F32);
+  Tensor dv = cuda::device_zeros({rows, heads * d}, DType::F32);
+  ops::split_qkv_heads(dev(qkv), heads, dq, dk, dv);
+  for (const auto& [got, want] : {std::pair{&dq, &q}, std::pair{&dk, &k}, std::pair{&dv, &v}}) {
+    const Tensor h = host(*got);
+    ASSERT_TRUE(
+        std::equal(h.span<float>().begin(), h.span<float>().end(), want->span<float>().begin()));
   }
 }
 
@@ -241,6 +329,109 @@ TEST_P(DecodeTest, MatchesCpuAndIgnoresEmptySlots) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DecodeTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
+                         [](const auto& info) { return gpu_test::dtype_label(info.param); });
+
+// Grouped-query prefill: outputs and per-KV-head column sums against the CPU, and H2O's prompt
+// selection from each backend's sums keeps the same tokens.
+TEST(CudaOps, GroupedQueryPrefillMatchesCpuAndKeepsTheCpuSet) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  for (const auto& [s, kvh] : {std::pair{37, 2}, std::pair{130, 1}, std::pair{64, 4}}) {
+    const int64_t b = 3, h = 8, d = 64;
+    const std::vector<int32_t> pad = {0, 5, static_cast<int32_t>(s - 1)};
+    Tensor q = random_tensor({b, s, h, d}, DType::F32, 47);
+    Tensor k = random_tensor({b, s, kvh, d}, DType::F32, 48);
+    Tensor v = random_tensor({b, s, kvh, d}, DType::F32, 49);
+    const float scale = 0.125f;
+    Tensor want = Tensor::zeros({b, s, h, d}, DType::F32);
+    Tensor want_col = Tensor::zeros({b, kvh, s}, DType::F32);
+    cpu::attention_prefill(q, k, v, pad, scale, want, &want_col);
+    Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
+    Tensor dcol = cuda::device_zeros({b, kvh, s}, DType::F32);
+    ops::attention_prefill(dev(q), dev(k), dev(v), pad, scale, dout, &dcol);
+    const std::string label = "s=" + std::to_string(s) + " kv heads " + std::to_string(kvh);
+    EXPECT_LE(normalized_error(host(dout), want), 1e-5) << label;
+    const Tensor col = host(dcol);
+    EXPECT_LE(normalized_error(col, want_col), 1e-5) << label;
+    for (int64_t j = 0; j < pad[1]; ++j) EXPECT_EQ(col.data<float>()[(1 * kvh + 0) * s + j], 0.0f);
+    const int heavy = 6, recent = 4;
+    Tensor keep = Tensor::zeros({b, kvh, heavy + recent}, DType::I32);
+    cpu::select_heavy_recent(want_col, pad, heavy, recent, keep);
+    Tensor dkeep = cuda::device_zeros({b, kvh, heavy + recent}, DType::I32);
+    cuda::select_heavy_recent(dcol, pad, heavy, recent, dkeep);
+    const Tensor got_keep = host(dkeep);
+    EXPECT_TRUE(std::equal(keep.span<int32_t>().begin(), keep.span<int32_t>().end(),
+                           got_keep.span<int32_t>().begin()))
+        << label;
+  }
+}
+
+class GroupedDecodeTest : public ::testing::TestWithParam<DType> {};
+
+// Grouped-query decode: outputs, per-KV-head slot and new-token probabilities against the CPU, and
+// the H2O victim chosen from each backend's probabilities is the same slot.
+TEST_P(GroupedDecodeTest, MatchesCpuAndEvictsTheCpuVictim) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const DType dt = GetParam();
+  const int64_t b = 3, h = 8, kvh = 2, cap = 70, d = 64;
+  Tensor q = random_tensor({b, h, d}, DType::F32, 50);
+  Tensor k_new = random_tensor({b, kvh, d}, DType::F32, 51);
+  Tensor v_new = random_tensor({b, kvh, d}, DType::F32, 52);
+  Tensor kf = random_tensor({b, kvh, cap, d}, DType::F32, 53);
+  Tensor vf = random_tensor({b, kvh, cap, d}, DType::F32, 54);
+  std::vector<int32_t> pos(static_cast<size_t>(b * kvh * cap));
+  for (size_t i = 0; i < pos.size(); ++i) {
+    const bool empty = i % 5 == 1;
+    pos[i] = empty ? -1 : static_cast<int32_t>(i % cap);
+    if (empty) {
+      for (int64_t t = 0; t < d; ++t) {
+        kf.data<float>()[i * d + t] = std::numeric_limits<float>::quiet_NaN();
+        vf.data<float>()[i * d + t] = std::numeric_limits<float>::quiet_NaN();
+      }
+    }
+  }
+  Tensor k_cache = dt == DType::F32 ? kf : to_dtype(kf, dt);
+  Tensor v_cache = dt == DType::F32 ? vf : to_dtype(vf, dt);
+  Tensor slot_pos = int_tensor({b, kvh, cap}, pos);
+  const float scale = 0.125f;
+  Tensor want = Tensor::zeros({b, h, d}, DType::F32);
+  Tensor want_probs = Tensor::zeros({b, kvh, cap}, DType::F32);
+  Tensor want_new = Tensor::zeros({b, kvh}, DType::F32);
+  cpu::attention_decode(q, k_cache, v_cache, slot_pos, k_new, v_new, scale, want, &want_probs,
+                        &want_new);
+  Tensor dout = cuda::device_zeros({b, h, d}, DType::F32);
+  Tensor dprobs = cuda::device_zeros({b, kvh, cap}, DType::F32);
+  Tensor dnew = cuda::device_zeros({b, kvh}, DType::F32);
+  Tensor dpos = dev(slot_pos);
+  ops::attention_decode(dev(q), dev(k_cache), dev(v_cache), dpos, dev(k_new), dev(v_new), scale,
+                        dout, &dprobs, &dnew);
+  EXPECT_LE(normalized_error(host(dout), want), 1e-5);
+  const Tensor probs = host(dprobs);
+  EXPECT_LE(normalized_error(probs, want_probs), 1e-5);
+  EXPECT_LE(normalized_error(host(dnew), want_new), 1e-5);
+  for (size_t i = 0; i < pos.size(); ++i) {
+    if (pos[i] < 0) {
+      ASSERT_EQ(probs.data<float>()[i], 0.0f) << i;
+    }
+  }
+  // Without the optional outputs the attention is the same.
+  Tensor dout2 = cuda::device_zeros({b, h, d}, DType::F32);
+  ops::attention_decode(dev(q), dev(k_cache), dev(v_cache), dpos, dev(k_new), dev(v_new), scale,
+                        dout2, nullptr, nullptr);
+  EXPECT_LE(normalized_error(host(dout2), want), 1e-5);
+  const std::vector<int32_t> protect_from(static_cast<size_t>(b), static_cast<int32_t>(cap - 5));
+  Tensor victim = Tensor::zeros({b, kvh}, DType::I32);
+  cpu::evict_lowest_score(want_probs, slot_pos, protect_from, victim);
+  Tensor dvictim = cuda::device_zeros({b, kvh}, DType::I32);
+  cuda::evict_lowest_score(dprobs, dpos, protect_from, dvictim);
+  const Tensor got_victim = host(dvictim);
+  for (int64_t i = 0; i < b * kvh; ++i) {
+    EXPECT_EQ(got_victim.data<int32_t>()[i], victim.data<int32_t>()[i]) << i;
+    EXPECT_GE(victim.data<int32_t>()[i], 0) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GroupedDecodeTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return gpu_test::dtype_label(info.param); });
 
 TEST(CudaOps, ArgmaxMatchesCpuIncludingTies) {
