@@ -45,6 +45,9 @@ int cli_main(int argc, char** argv) {
   run_cmd->add_option("config", run.config_path, "run configuration (YAML)")->required();
   run_cmd->add_option("--json", run.json_out, "write the result document here");
   run_cmd->add_option("--set", run.overrides, "override a config key: key=value (repeatable)");
+  run_cmd->add_flag("--plan-only", run.plan_only,
+                    "check the memory plan against the budgets (and, with hardware_profile, "
+                    "print the cost model's prediction) without loading or running anything");
 
   BenchIoOptions bio;
   std::string bio_size = "4GiB", bio_chunk = "1MiB";

@@ -1,5 +1,7 @@
 #include "experiments/run_command.h"
 
+#include "runtime/core/byte_size.h"
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -83,7 +85,58 @@ std::string tokens_sha256(const std::vector<std::vector<int32_t>>& tokens) {
   return sha256_hex(nlohmann::json(tokens).dump());
 }
 
-nlohmann::json run_experiment_config(const RunConfig& c) {
+namespace {
+
+// --plan-only: what the run would hold on each tier (the engine's own memory plan, checked
+// against the budgets as a run checks it) and, with a hardware_profile, what the cost model
+// predicts for it; nothing is loaded or run.
+nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, DType wdtype,
+                                const PipelineSpec& spec) {
+  const policy::MemoryPlan plan = plan_pipeline(spec);
+  policy::check_plan_fits(plan, spec.policy, spec.limits);
+  nlohmann::json r;
+  r["plan_only"] = true;
+  r["model"] = model.name();
+  r["policy"] = spec.policy.summary();
+  r["block"] = spec.policy.block_size();
+  r["kv"] = c.kv_policy.summary();
+  r["planned_bytes"] = {{"device", plan.on(TierKind::Device)},
+                        {"host", plan.on(TierKind::Host)},
+                        {"disk", plan.on(TierKind::Disk)}};
+  std::printf("plan: block %d (%s), kv %s\n", spec.policy.block_size(),
+              spec.policy.summary().c_str(), c.kv_policy.summary().c_str());
+  std::printf("planned: device %s  host %s  disk %s\n",
+              format_bytes(static_cast<double>(plan.on(TierKind::Device))).c_str(),
+              format_bytes(static_cast<double>(plan.on(TierKind::Host))).c_str(),
+              format_bytes(static_cast<double>(plan.on(TierKind::Disk))).c_str());
+  if (!c.hardware_profile.empty()) {
+    const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
+    const policy::CostEstimate e = policy::estimate_cost(
+        model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0), hw, spec.policy,
+        {c.prompt_len, c.gen_len, c.kv_policy});
+    r["predicted"] = {{"hardware", hw.name},
+                      {"prefill_tok_s", e.prefill_tok_s},
+                      {"decode_tok_s", e.decode_tok_s},
+                      {"total_tok_s", e.total_tok_s},
+                      {"prefill_bottleneck", e.prefill.bottleneck},
+                      {"decode_bottleneck", e.decode.bottleneck},
+                      {"decode_terms_s",
+                       {{"ctog", e.decode.ctog},
+                        {"gtoc", e.decode.gtoc},
+                        {"dtoc", e.decode.dtoc},
+                        {"ctod", e.decode.ctod},
+                        {"comp", e.decode.comp}}}};
+    std::printf("predicted on %s: prefill %.3f  decode %.3f  total %.3f token/s "
+                "(bottleneck %s / %s)\n",
+                hw.name.c_str(), e.prefill_tok_s, e.decode_tok_s, e.total_tok_s,
+                e.prefill.bottleneck.c_str(), e.decode.bottleneck.c_str());
+  }
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   ModelSource src = open_model_source(c.model, c.dummy, c.seed);
   const DecoderModel& model = *src.model;
   const PipelineDevice device =
@@ -101,6 +154,8 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
   H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= model.max_positions(), c.source,
                       ": prompt_len (", c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ",
                       model.name(), "'s ", model.max_positions(), " positions");
+  H2OFLEX_INPUT_CHECK(!plan_only || c.has_policy(), c.source,
+                      ": --plan-only plans the block schedule; the config needs a policy");
   std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
 
   GenerationSettings opt;
@@ -149,6 +204,7 @@ nlohmann::json run_experiment_config(const RunConfig& c) {
                         ": ", prompts.size(), " prompts but the policy's block is ",
                         spec.policy.gpu_batch_size, " x ", spec.policy.num_gpu_batches);
     spec.prompts = prompts;
+    if (plan_only) return plan_only_result(c, model, wdtype, spec);
     std::fprintf(stderr, "generating: block %d x %d, prompt %d, gen %d, policy %s ...\n",
                  spec.policy.gpu_batch_size, spec.policy.num_gpu_batches, c.prompt_len, c.gen_len,
                  spec.policy.summary().c_str());
@@ -302,12 +358,12 @@ int run_command(const RunOptions& options) {
   std::vector<nlohmann::json> results;
   for (const RunConfig& config : configs) {
     if (configs.size() > 1) std::printf("== %s ==\n", config.name.c_str());
-    nlohmann::json result = run_experiment_config(config);
+    nlohmann::json result = run_experiment_config(config, options.plan_only);
     result["name"] = config.name;
-    print_summary(result);
+    if (!options.plan_only) print_summary(result);
     results.push_back(std::move(result));
   }
-  if (results.size() > 1) print_comparison(results);
+  if (results.size() > 1 && !options.plan_only) print_comparison(results);
   if (!options.json_out.empty()) {
     const nlohmann::json doc =
         results.size() == 1 ? results.front() : nlohmann::json{{"variants", results}};

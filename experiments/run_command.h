@@ -14,10 +14,13 @@ struct RunOptions {
   std::string config_path;
   std::vector<std::string> overrides;  // --set key=value
   std::string json_out;                // --json OUT.json ("" = none)
+  bool plan_only = false;              // --plan-only: the memory plan and prediction, no run
 };
 
 // Runs a parsed config and returns the result document (also printed as the five summary lines).
-nlohmann::json run_experiment_config(const RunConfig& config);
+// With `plan_only` (a run with a policy), the memory plan checked against the budgets and the
+// cost model's prediction, without loading or running anything.
+nlohmann::json run_experiment_config(const RunConfig& config, bool plan_only = false);
 
 int run_command(const RunOptions& options);
 

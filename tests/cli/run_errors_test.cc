@@ -219,3 +219,34 @@ TEST_F(FamilyRunErrors, UnimplementedModelType) {
   c["model_type"] = "falcon";
   expect_config_refused(c, "model_type");
 }
+
+// --plan-only: the engine's memory plan and nothing else — no weight layout, no KV files.
+TEST_F(RunErrors, PlanOnlyPlansWithoutRunning) {
+  fs::create_directories(dir() / "disk");
+  auto config = [&](const std::string& hardware_extra) {
+    return "model: opt-125m\ndummy: true\nprompt_len: 16\ngen_len: 4\n"
+           "policy: {gpu_batch_size: 2, num_gpu_batches: 2, weights: {gpu: 0, cpu: 0},"
+           " cache: {gpu: 0, cpu: 100}, activations: {gpu: 100, cpu: 0}}\n"
+           "hardware: {disk_path: " +
+           (dir() / "disk").string() + hardware_extra + "}\n";
+  };
+  const fs::path cfg = write("plan.yaml", config(""));
+  const fs::path json = dir() / "plan.json";
+  const Outcome o = run("run " + cfg.string() + " --plan-only --json " + json.string());
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_NE(o.output.find("planned: device"), std::string::npos) << o.output;
+  std::ifstream in(json);
+  const nlohmann::json r = nlohmann::json::parse(in);
+  EXPECT_TRUE(r.at("plan_only").get<bool>());
+  EXPECT_EQ(r.at("block").get<int>(), 4);
+  EXPECT_GT(r.at("planned_bytes").at("disk").get<double>(), 250e6);  // opt-125m's f32 weights
+  EXPECT_TRUE(fs::is_empty(dir() / "disk")) << "a plan wrote to the disk tier";
+  // A plan over a budget is refused like the run would be; a run without a policy has no plan.
+  const Outcome over = run("run " + write("over.yaml", config(", host_mem: 1MiB")).string() +
+                           " --plan-only");
+  EXPECT_EQ(over.exit_code, 2) << over.output;
+  EXPECT_NE(over.output.find("host needs an estimated"), std::string::npos) << over.output;
+  EXPECT_EQ(run("run " + write("noplan.yaml", "model: opt-125m\n").string() + " --plan-only")
+                .exit_code,
+            2);
+}
