@@ -13,10 +13,10 @@ namespace h2oflex {
 
 struct ModelSource {
   std::shared_ptr<const DecoderModel> model;
-  WeightProducer producer;                // fills one tensor by spec
-  PartialWeightProducer partial;          // part of a tensor (dummy weights only; else empty)
-  std::string description;                // "opt-1.3b (dummy, seed 1)" or the directory
-  std::string key;                        // identifies the weights for on-disk layout reuse
+  WeightProducer producer;        // fills one tensor by spec
+  PartialWeightProducer partial;  // part of a tensor (dummy weights only; else empty)
+  std::string description;        // "opt-1.3b (dummy, seed 1)" or the directory
+  std::string key;                // identifies the weights for on-disk layout reuse
 };
 
 // `model` is a published name or a directory. Dummy weights need a published name (or a

@@ -111,9 +111,9 @@ nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, D
               format_bytes(static_cast<double>(plan.on(TierKind::Disk))).c_str());
   if (!c.hardware_profile.empty()) {
     const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
-    const policy::CostEstimate e = policy::estimate_cost(
-        model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0), hw, spec.policy,
-        {c.prompt_len, c.gen_len, c.kv_policy});
+    const policy::CostEstimate e =
+        policy::estimate_cost(model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0),
+                              hw, spec.policy, {c.prompt_len, c.gen_len, c.kv_policy});
     r["predicted"] = {{"hardware", hw.name},
                       {"prefill_tok_s", e.prefill_tok_s},
                       {"decode_tok_s", e.decode_tok_s},
@@ -126,10 +126,11 @@ nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, D
                         {"dtoc", e.decode.dtoc},
                         {"ctod", e.decode.ctod},
                         {"comp", e.decode.comp}}}};
-    std::printf("predicted on %s: prefill %.3f  decode %.3f  total %.3f token/s "
-                "(bottleneck %s / %s)\n",
-                hw.name.c_str(), e.prefill_tok_s, e.decode_tok_s, e.total_tok_s,
-                e.prefill.bottleneck.c_str(), e.decode.bottleneck.c_str());
+    std::printf(
+        "predicted on %s: prefill %.3f  decode %.3f  total %.3f token/s "
+        "(bottleneck %s / %s)\n",
+        hw.name.c_str(), e.prefill_tok_s, e.decode_tok_s, e.total_tok_s,
+        e.prefill.bottleneck.c_str(), e.decode.bottleneck.c_str());
   }
   return r;
 }
@@ -151,9 +152,9 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                           " outside the vocabulary [0, ", model.vocab(), ")");
     }
   }
-  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= model.max_positions(), c.source,
-                      ": prompt_len (", c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ",
-                      model.name(), "'s ", model.max_positions(), " positions");
+  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= model.max_positions(), c.source, ": prompt_len (",
+                      c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ", model.name(), "'s ",
+                      model.max_positions(), " positions");
   H2OFLEX_INPUT_CHECK(!plan_only || c.has_policy(), c.source,
                       ": --plan-only plans the block schedule; the config needs a policy");
   std::fprintf(stderr, "loading %s ...\n", src.description.c_str());

@@ -28,8 +28,8 @@ class BoundTensors {
     for (size_t i = 0; i < idx.size(); ++i) {
       if (model_.weight_specs()[idx[i]].name == name) return tensors_[i];
     }
-    throw InternalError(detail::concat(model_.name(), " unit ", unit_, " has no tensor '", name,
-                                       "'"));
+    throw InternalError(
+        detail::concat(model_.name(), " unit ", unit_, " has no tensor '", name, "'"));
   }
 
  private:

@@ -35,18 +35,20 @@ std::shared_ptr<const DecoderModel> hf_model(const std::filesystem::path& dir,
   const nlohmann::json doc = read_json_object(dir, &file);
   const KeyReader keys(doc, file);
   const std::string type = keys.model_type("opt");
-  if (type == "opt") return std::make_shared<const OptModel>(to_opt_config(read_hf_opt_config(file), name));
+  if (type == "opt")
+    return std::make_shared<const OptModel>(to_opt_config(read_hf_opt_config(file), name));
   if (type == "llama" || type == "mistral" || type == "qwen2") {
     return std::make_shared<const LlamaModel>(read_hf_llama_config(file, name));
   }
   if (type == "gpt_neox") return std::make_shared<const NeoxModel>(read_hf_neox_config(file, name));
-  throw keys.error("model_type", "is '" + type +
-                                     "'; implemented: opt, llama, mistral, qwen2, gpt_neox");
+  throw keys.error("model_type",
+                   "is '" + type + "'; implemented: opt, llama, mistral, qwen2, gpt_neox");
 }
 
 bool is_ignorable_checkpoint_tensor(const std::string& name) {
   auto ends_with = [&](const std::string& tail) {
-    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    return name.size() >= tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
   };
   return name == "lm_head.weight" || name == "model.lm_head.weight" ||
          ends_with("rotary_emb.inv_freq") || ends_with("attention.bias") ||

@@ -12,8 +12,7 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope) {
   for (int64_t i = 0; i < half; ++i) {
     // HF: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all in f32.
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(rope.rot_dim);
-    inv[static_cast<size_t>(i)] =
-        1.0f / std::pow(static_cast<float>(rope.theta), exponent);
+    inv[static_cast<size_t>(i)] = 1.0f / std::pow(static_cast<float>(rope.theta), exponent);
   }
   const RopeScaling& s = rope.scaling;
   const float factor = static_cast<float>(s.factor);

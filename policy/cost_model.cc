@@ -19,9 +19,9 @@ namespace {
 // Everything both halves of the model derive from (model, policy, workload).
 struct Derived {
   double l, h1, nh, V;
-  double nkv;      // KV heads: positions and scores are kept per KV head
-  double q_width;  // query heads x head_dim: what attention computes over
-  double kv_width; // KV heads x head_dim: what one token stores per K or V
+  double nkv;       // KV heads: positions and scores are kept per KV head
+  double q_width;   // query heads x head_dim: what attention computes over
+  double kv_width;  // KV heads x head_dim: what one token stores per K or V
   double s, n;
   double gbs, ngb, bls;
   double wg, wc, wn, cg, cc, cn, hg, hc, hn;

@@ -111,11 +111,11 @@ int run_generate(const GenerateJobOptions& options) {
   // The model's EOS must be one the tokenizer ends on (Llama-3 instruct models name several
   // end ids; config.json's first need not be the tokenizer's eos_token).
   const std::vector<int32_t>& stops = tokenizer.stop_ids();
-  H2OFLEX_INPUT_CHECK(
-      tokenizer.eos_id() == special.eos ||
-          std::find(stops.begin(), stops.end(), special.eos) != stops.end(),
-      "model '", config.model, "': the model's eos_token_id ", special.eos,
-      " is neither the tokenizer's EOS id (", tokenizer.eos_id(), ") nor one of its stop ids");
+  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == special.eos ||
+                          std::find(stops.begin(), stops.end(), special.eos) != stops.end(),
+                      "model '", config.model, "': the model's eos_token_id ", special.eos,
+                      " is neither the tokenizer's EOS id (", tokenizer.eos_id(),
+                      ") nor one of its stop ids");
   std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
   generate::BlockEngine engine(config, model);
   const double load_s = load_watch.elapsed();

@@ -36,7 +36,7 @@ struct JobSettings {
   bool group_by_length = true;
   RequestDefaults defaults;
   uint64_t seed = 1;
-  int64_t max_positions = 2048;  // the model's context
+  int64_t max_positions = 2048;         // the model's context
   std::vector<int32_t> stop_ids = {2};  // ids that end a completion (empty: run to the limit)
   bool progress_terminal = false;
   double progress_interval_s = 10.0;

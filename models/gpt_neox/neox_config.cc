@@ -63,8 +63,8 @@ NeoxConfig read_hf_neox_config(const std::filesystem::path& path, const std::str
   c.vocab = keys.positive_int("vocab_size");
   c.max_positions = keys.positive_int("max_position_embeddings");
   if (c.hidden % c.heads != 0) {
-    throw keys.error("num_attention_heads", detail::concat("(", c.heads, ") must divide hidden_size (",
-                                                           c.hidden, ")"));
+    throw keys.error("num_attention_heads",
+                     detail::concat("(", c.heads, ") must divide hidden_size (", c.hidden, ")"));
   }
   if (c.head_dim() > kMaxHeadDim) {
     throw keys.error("num_attention_heads",

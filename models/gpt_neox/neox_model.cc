@@ -63,7 +63,8 @@ NeoxModel::NeoxModel(NeoxConfig cfg) : cfg_(std::move(cfg)) {
   units_ = group_units(specs_, cfg_.layers, [](const WeightSpec& s) {
     return s.name == "gpt_neox.embed_in.weight" ? UnitSide::Embedding : UnitSide::Head;
   });
-  const std::vector<float> inv = rope_inv_freq({cfg_.rot_dim(), cfg_.rope_theta, cfg_.rope_scaling});
+  const std::vector<float> inv =
+      rope_inv_freq({cfg_.rot_dim(), cfg_.rope_theta, cfg_.rope_scaling});
   inv_freq_ = Tensor::empty({static_cast<int64_t>(inv.size())}, DType::F32);
   std::copy(inv.begin(), inv.end(), inv_freq_.data<float>());
 }
@@ -111,9 +112,8 @@ void NeoxModel::embed(const UnitWeights& unit, ops::ComputeType /*ct*/, const Te
   ops::embed_tokens(ids, static_cast<const NeoxEnds&>(unit).tokens, hidden);
 }
 
-void NeoxModel::attention_input(const UnitWeights& layer, ops::ComputeType ct,
-                                const Tensor& hidden, const Tensor& positions, Tensor& q,
-                                Tensor& k, Tensor& v) const {
+void NeoxModel::attention_input(const UnitWeights& layer, ops::ComputeType ct, const Tensor& hidden,
+                                const Tensor& positions, Tensor& q, Tensor& k, Tensor& v) const {
   const auto& w = static_cast<const NeoxLayer&>(layer);
   const int64_t rows = hidden.dim(0);
   Tensor x = scratch(Scratch::Normed, hidden.shape(), hidden);

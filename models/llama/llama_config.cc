@@ -94,9 +94,9 @@ LlamaConfig read_hf_llama_config(const std::filesystem::path& path, const std::s
   c.kv_heads = c.heads;
   keys.optional_positive_int("num_key_value_heads", c.kv_heads);
   if (c.heads % c.kv_heads != 0) {
-    throw keys.error("num_key_value_heads",
-                     detail::concat("(", c.kv_heads, ") must divide num_attention_heads (",
-                                    c.heads, ")"));
+    throw keys.error(
+        "num_key_value_heads",
+        detail::concat("(", c.kv_heads, ") must divide num_attention_heads (", c.heads, ")"));
   }
   if (keys.has("head_dim")) {
     c.head_dim = keys.positive_int("head_dim");
@@ -110,8 +110,10 @@ LlamaConfig read_hf_llama_config(const std::filesystem::path& path, const std::s
   }
   if (c.head_dim % 2 != 0 || c.head_dim > kMaxHeadDim) {
     throw keys.error(keys.has("head_dim") ? "head_dim" : "num_attention_heads",
-                     detail::concat("gives head_dim ", c.head_dim, "; it must be even (rotary pairs "
-                                    "dimensions) and at most ", kMaxHeadDim));
+                     detail::concat("gives head_dim ", c.head_dim,
+                                    "; it must be even (rotary pairs "
+                                    "dimensions) and at most ",
+                                    kMaxHeadDim));
   }
   double eps = 1e-6;
   keys.optional_positive_number("rms_norm_eps", eps);

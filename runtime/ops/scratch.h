@@ -10,15 +10,15 @@ namespace h2oflex::ops {
 
 // Every user of scratch memory, so no two pieces of code share a buffer by accident.
 enum class Scratch : int {
-  Normed,       // LayerNorm output feeding the projections / MLP
-  Projection,   // attention output projection and fc2 output
-  Ffn,          // fc1 output (the gate half of a SwiGLU MLP)
-  FfnUp,        // the up half of a SwiGLU MLP
-  FusedQkv,     // a fused query_key_value projection, before it is split into heads
+  Normed,           // LayerNorm output feeding the projections / MLP
+  Projection,       // attention output projection and fc2 output
+  Ffn,              // fc1 output (the gate half of a SwiGLU MLP)
+  FfnUp,            // the up half of a SwiGLU MLP
+  FusedQkv,         // a fused query_key_value projection, before it is split into heads
   RopeFrequencies,  // rotary inverse frequencies, uploaded to the compute device
-  Embed,        // word embeddings before project_in, or hidden before project_out
-  PrefillQ,     // prefill queries
-  PrefillAttn,  // prefill attention output
+  Embed,            // word embeddings before project_in, or hidden before project_out
+  PrefillQ,         // prefill queries
+  PrefillAttn,      // prefill attention output
   DecodeQ,
   DecodeK,
   DecodeV,

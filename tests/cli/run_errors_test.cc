@@ -189,8 +189,9 @@ class FamilyRunErrors : public RunErrors {
                    "\"" + key + "\"");
   }
   static nlohmann::json llama() {
-    return {{"model_type", "llama"},    {"hidden_size", 32},      {"num_attention_heads", 4},
-            {"num_key_value_heads", 2}, {"num_hidden_layers", 1}, {"intermediate_size", 64},
+    return {{"model_type", "llama"},    {"hidden_size", 32},
+            {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+            {"num_hidden_layers", 1},   {"intermediate_size", 64},
             {"vocab_size", 50},         {"max_position_embeddings", 32}};
   }
 };
@@ -242,11 +243,11 @@ TEST_F(RunErrors, PlanOnlyPlansWithoutRunning) {
   EXPECT_GT(r.at("planned_bytes").at("disk").get<double>(), 250e6);  // opt-125m's f32 weights
   EXPECT_TRUE(fs::is_empty(dir() / "disk")) << "a plan wrote to the disk tier";
   // A plan over a budget is refused like the run would be; a run without a policy has no plan.
-  const Outcome over = run("run " + write("over.yaml", config(", host_mem: 1MiB")).string() +
-                           " --plan-only");
+  const Outcome over =
+      run("run " + write("over.yaml", config(", host_mem: 1MiB")).string() + " --plan-only");
   EXPECT_EQ(over.exit_code, 2) << over.output;
   EXPECT_NE(over.output.find("host needs an estimated"), std::string::npos) << over.output;
-  EXPECT_EQ(run("run " + write("noplan.yaml", "model: opt-125m\n").string() + " --plan-only")
-                .exit_code,
-            2);
+  EXPECT_EQ(
+      run("run " + write("noplan.yaml", "model: opt-125m\n").string() + " --plan-only").exit_code,
+      2);
 }

@@ -35,7 +35,8 @@ PipelineSpec spec_for(const OptConfig& cfg, const policy::Policy& p, const polic
 TEST(MemoryPlan, CostModelEstimateIsTheEnginesPlanForRandomPolicies) {
   std::mt19937 rng(5);
   const OptConfig cfg = tiny_config(true);
-  const policy::ModelShape shape = model_shape_for(OptModel(cfg), /*weight_bytes=*/4, /*act_bytes=*/4);
+  const policy::ModelShape shape =
+      model_shape_for(OptModel(cfg), /*weight_bytes=*/4, /*act_bytes=*/4);
   const char* kvs[] = {"full", "h2o:0.25,0.25", "streaming:2,4"};
   for (int i = 0; i < 24; ++i) {
     const policy::Policy p = random_policy(rng, 8);

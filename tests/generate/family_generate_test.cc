@@ -59,7 +59,8 @@ TEST_F(FamilyGenerateTest, PromptsCarryTheModelsBosAndPipelineMatchesInRam) {
              "  weights: {gpu: 0, cpu: 0}\n"
              "  cache: {gpu: 0, cpu: 0}\n"
              "  activations: {gpu: 100, cpu: 0}\n"
-             "hardware: {disk_path: " + (dir() / "disk").string() + "}\n");
+             "hardware: {disk_path: " +
+                 (dir() / "disk").string() + "}\n");
   fs::create_directories(dir() / "disk");
   GenerateJobOptions piped = options(model, "pipe.jsonl");
   piped.config_path = (dir() / "run.yaml").string();

@@ -20,13 +20,16 @@ struct RunOutput {
 };
 
 const std::vector<std::vector<int32_t>> kPrompts = {
-    {1, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150}, {1, 9, 8, 7}, {1, 33, 44, 55, 66, 77, 88}};
+    {1, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150},
+    {1, 9, 8, 7},
+    {1, 33, 44, 55, 66, 77, 88}};
 const int kPads[] = {0, 8, 5};
 
 // The Hugging Face fixture's weights: random, but with attention far from uniform (unlike dummy
 // weights), so heavy hitters differ between heads.
 RunOutput run(const KvRule& rule, int gen_len) {
-  const ModelSource src = open_model_source(testing_support::kFamilyFixtures + "llama-gqa", false, 0);
+  const ModelSource src =
+      open_model_source(testing_support::kFamilyFixtures + "llama-gqa", false, 0);
   const DecoderModel& model = *src.model;
   EXPECT_EQ(model.kv_geometry().query_heads, 8);
   EXPECT_EQ(model.kv_geometry().kv_heads, 2);

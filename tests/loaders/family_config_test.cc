@@ -23,7 +23,7 @@ using nlohmann::json;
 // checkpoints; the published shapes must reproduce them exactly.
 TEST(PublishedShapes, ParameterCountsMatchTheReleasedModels) {
   const std::pair<const char*, int64_t> known[] = {
-      {"llama-2-7b", 6738415616},  {"llama-3-8b", 8030261248},   {"mistral-7b", 7241732096},
+      {"llama-2-7b", 6738415616},   {"llama-3-8b", 8030261248}, {"mistral-7b", 7241732096},
       {"llama-3.2-1b", 1235814400}, {"qwen2-7b", 7615616512},
   };
   for (const auto& [name, count] : known) {
@@ -72,8 +72,7 @@ std::vector<double> expected_inv_freq(int64_t dim, double theta, const RopeScali
 
 TEST(Rope, InverseFrequenciesOfEveryScalingType) {
   const RopeScaling none, linear{RopeScaling::Type::Linear, 4},
-      dynamic{RopeScaling::Type::Dynamic, 2},
-      llama3{RopeScaling::Type::Llama3, 8, 1, 4, 8192};
+      dynamic{RopeScaling::Type::Dynamic, 2}, llama3{RopeScaling::Type::Llama3, 8, 1, 4, 8192};
   for (const RopeScaling& s : {none, linear, dynamic, llama3}) {
     const std::vector<float> got = rope_inv_freq({128, 500000, s});
     const std::vector<double> want =
@@ -93,13 +92,14 @@ TEST(Rope, InverseFrequenciesOfEveryScalingType) {
 class FamilyConfig : public testing::ScratchDirTest {
  protected:
   static json llama() {
-    return {{"model_type", "llama"},      {"hidden_size", 64},       {"num_attention_heads", 8},
-            {"num_key_value_heads", 2},   {"num_hidden_layers", 2},  {"intermediate_size", 160},
-            {"vocab_size", 100},          {"max_position_embeddings", 64}};
+    return {{"model_type", "llama"},    {"hidden_size", 64},
+            {"num_attention_heads", 8}, {"num_key_value_heads", 2},
+            {"num_hidden_layers", 2},   {"intermediate_size", 160},
+            {"vocab_size", 100},        {"max_position_embeddings", 64}};
   }
   static json neox() {
-    return {{"model_type", "gpt_neox"},   {"hidden_size", 64},      {"num_attention_heads", 4},
-            {"num_hidden_layers", 2},     {"intermediate_size", 256}, {"vocab_size", 100},
+    return {{"model_type", "gpt_neox"},     {"hidden_size", 64},        {"num_attention_heads", 4},
+            {"num_hidden_layers", 2},       {"intermediate_size", 256}, {"vocab_size", 100},
             {"max_position_embeddings", 64}};
   }
   fs::path write(const json& doc) {
@@ -148,8 +148,8 @@ TEST_F(FamilyConfig, LlamaDefaultsAndKeys) {
   EXPECT_NE(std::find(head.begin(), head.end(), 0u), head.end());
   // transformers 5 writes rope_parameters instead of rope_theta + rope_scaling.
   doc.erase("rope_scaling");
-  doc["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0},
-                            {"factor", 8.0},         {"low_freq_factor", 1.0},
+  doc["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 500000.0},
+                            {"factor", 8.0},           {"low_freq_factor", 1.0},
                             {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 32}};
   m = std::dynamic_pointer_cast<const LlamaModel>(hf_model(write(doc), "tiny"));
   EXPECT_EQ(m->config().rope_theta, 500000);

@@ -23,7 +23,9 @@ void check_bf16(const std::string& dir, const std::string& ref) {
   check_reference(dir, ref, ops::ComputeType::BF16, Device::CPU, 1e-4, kFamilyFixtures);
 }
 
-TEST(FamilyReference, LlamaGroupedQueryF32) { check_f32("llama-gqa", "llama-gqa"); }
+TEST(FamilyReference, LlamaGroupedQueryF32) {
+  check_f32("llama-gqa", "llama-gqa");
+}
 TEST(FamilyReference, LlamaBf16CheckpointComputedInF32) {
   check_f32("llama-gqa-bf16", "llama-gqa-bf16");
 }
@@ -33,7 +35,9 @@ TEST(FamilyReference, Llama3RopeScalingAndExplicitHeadDimF32) {
 TEST(FamilyReference, TiedShardedLinearRopeF32) {
   check_f32("llama-tied-sharded", "llama-tied-sharded");
 }
-TEST(FamilyReference, Qwen2BiasesF32) { check_f32("qwen2-bias", "qwen2-bias"); }
+TEST(FamilyReference, Qwen2BiasesF32) {
+  check_f32("qwen2-bias", "qwen2-bias");
+}
 TEST(FamilyReference, NeoxPartialRotaryParallelResidualF32) {
   check_f32("neox-partial", "neox-partial");
 }
@@ -88,8 +92,8 @@ TEST(FamilyReference, BadConfigsNameTheirKey) {
 // The tiered pipeline on a GQA checkpoint: weights on disk, KV on disk, 3 GPU batches of 1.
 TEST(FamilyReference, PipelineWithEverythingOnDiskMatchesGreedyTokens) {
   const nlohmann::json e = testing_support::expected(kFamilyFixtures);
-  const auto scratch = std::filesystem::temp_directory_path() /
-                       ("h2oflex-family-" + std::to_string(::getpid()));
+  const auto scratch =
+      std::filesystem::temp_directory_path() / ("h2oflex-family-" + std::to_string(::getpid()));
   std::filesystem::create_directories(scratch);
   const ModelSource src = open_model_source(kFamilyFixtures + "llama-gqa", false, 0);
   PipelineSpec spec;
