@@ -1,7 +1,6 @@
 #include "models/gpt_neox/neox_config.h"
 
-#include <cctype>
-
+#include "models/family_parts.h"
 #include "models/loaders/hf_json.h"
 
 namespace h2oflex {
@@ -33,9 +32,7 @@ int64_t NeoxConfig::rot_dim() const {
 }
 
 std::optional<NeoxConfig> neox_config_by_name(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  std::string n = slash == std::string::npos ? name : name.substr(slash + 1);
-  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string n = family::published_name_key(name);
   for (const NeoxConfig& c : published()) {
     if (c.name == n) return c;
   }

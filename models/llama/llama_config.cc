@@ -1,5 +1,6 @@
 #include "models/llama/llama_config.h"
 
+#include "models/family_parts.h"
 #include "models/loaders/hf_json.h"
 
 namespace h2oflex {
@@ -52,17 +53,10 @@ std::vector<LlamaConfig> published() {
   return v;
 }
 
-std::string without_org(const std::string& name) {
-  const size_t slash = name.rfind('/');
-  std::string n = slash == std::string::npos ? name : name.substr(slash + 1);
-  for (char& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return n;
-}
-
 }  // namespace
 
 std::optional<LlamaConfig> llama_config_by_name(const std::string& name) {
-  const std::string n = without_org(name);
+  const std::string n = family::published_name_key(name);
   for (const LlamaConfig& c : published()) {
     if (c.name == n) return c;
   }

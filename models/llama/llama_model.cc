@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/bound_tensors.h"
+#include "models/family_parts.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
 
@@ -10,6 +11,8 @@ namespace h2oflex {
 
 namespace {
 
+using family::bias_if;
+using family::scratch;
 using ops::Scratch;
 
 struct LlamaLayer final : UnitWeights {
@@ -24,22 +27,12 @@ std::string layer_prefix(int64_t l) {
   return "layers." + std::to_string(l) + ".";
 }
 
-Tensor scratch(Scratch purpose, Shape shape, const Tensor& like) {
-  return ops::scratch(purpose, std::move(shape), DType::F32, like.device());
-}
-
-// The bias when the configuration has one (an unbound Tensor is not "empty": it is a scalar).
-const Tensor* bias_if(bool present, const Tensor& b) {
-  return present ? &b : nullptr;
-}
-
 }  // namespace
 
 LlamaModel::LlamaModel(LlamaConfig cfg) : cfg_(std::move(cfg)) {
   const int64_t h = cfg_.hidden, q = cfg_.q_width(), kv = cfg_.kv_width(), f = cfg_.ffn;
   auto add = [&](std::string name, Shape shape, int layer) {
-    const WeightRole role = shape.size() == 2 ? WeightRole::Matrix : WeightRole::Vector;
-    specs_.push_back({std::move(name), std::move(shape), role, layer});
+    family::add_spec(specs_, std::move(name), std::move(shape), layer);
   };
   add("embed_tokens.weight", {cfg_.vocab, h}, -1);
   for (int l = 0; l < cfg_.layers; ++l) {
@@ -65,8 +58,7 @@ LlamaModel::LlamaModel(LlamaConfig cfg) : cfg_(std::move(cfg)) {
     return UnitSide::Head;
   });
   const std::vector<float> inv = rope_inv_freq({cfg_.head_dim, cfg_.rope_theta, cfg_.rope_scaling});
-  inv_freq_ = Tensor::empty({static_cast<int64_t>(inv.size())}, DType::F32);
-  std::copy(inv.begin(), inv.end(), inv_freq_.data<float>());
+  inv_freq_ = family::host_f32(inv);
 }
 
 KvGeometry LlamaModel::kv_geometry() const {

@@ -2,17 +2,13 @@
 
 #include <cmath>
 
-#include "runtime/ops/scratch.h"
+#include "models/family_parts.h"
 
 namespace h2oflex {
 
 namespace {
 
-// f32 activations in this thread's reusable buffer for `purpose`, on the device of `like`.
-Tensor scratch(ops::Scratch purpose, Shape shape, const Tensor& like) {
-  return ops::scratch(purpose, std::move(shape), DType::F32, like.device());
-}
-
+using family::scratch;
 using ops::Scratch;
 
 }  // namespace
