@@ -23,8 +23,10 @@ using nlohmann::json;
 // checkpoints; the published shapes must reproduce them exactly.
 TEST(PublishedShapes, ParameterCountsMatchTheReleasedModels) {
   const std::pair<const char*, int64_t> known[] = {
-      {"llama-2-7b", 6738415616},   {"llama-3-8b", 8030261248}, {"mistral-7b", 7241732096},
-      {"llama-3.2-1b", 1235814400}, {"qwen2-7b", 7615616512},
+      {"llama-2-7b", 6738415616},  {"llama-2-13b", 13015864320}, {"llama-2-70b", 68976648192},
+      {"llama-3-8b", 8030261248},  {"llama-3-70b", 70553706496}, {"llama-3.2-1b", 1235814400},
+      {"mistral-7b", 7241732096},  {"qwen2-7b", 7615616512},     {"pythia-1b", 1011781632},
+      {"pythia-6.9b", 6857302016}, {"pythia-12b", 11846072320},
   };
   for (const auto& [name, count] : known) {
     const auto m = published_model(name);
