@@ -4,6 +4,7 @@
 #include "models/model_catalog.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -15,10 +16,12 @@ namespace h2oflex {
 
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
                                    double act_bytes) {
-  const auto m = published_model(model);
-  H2OFLEX_INPUT_CHECK(m, "model '", model, "': not a published model name (",
-                      published_model_list(), ")");
-  return model_shape_for(*m, weight_bytes, act_bytes);
+  if (const auto m = published_model(model)) return model_shape_for(*m, weight_bytes, act_bytes);
+  const std::filesystem::path dir(model);
+  H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
+                      "': neither a published model name (", published_model_list(),
+                      ") nor a model directory");
+  return model_shape_for(*hf_model(dir, dir.filename().string()), weight_bytes, act_bytes);
 }
 
 policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,

@@ -23,11 +23,10 @@ struct PlanOptions {
   std::string json_out;           // optional: write the plan as JSON here
 };
 
-// The cost model's view of a published model (engine's model_shape_for). Throws InputError for
-// a name no family publishes.
+// The cost model's view (engine's model_shape_for) of a published model or of the model a
+// directory's config.json describes. Throws InputError for anything else.
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes = 2,
                                    double act_bytes = 2);
-// The same for a model already resolved (an OPT name or a Hugging Face directory's config).
 
 // Best policy within the profile's memory (times its usable_fraction) and `limits`.
 // Throws InputError when nothing fits, naming the tier that does not.

@@ -16,7 +16,7 @@ namespace h2oflex {
 struct RunConfig {
   std::string source;  // file the config came from (for messages)
   std::string name;    // optional label
-  std::string model;   // an OPT name ("opt-1.3b") or a Hugging Face directory
+  std::string model;   // a published name ("opt-1.3b", "llama-3-8b") or a Hugging Face directory
   bool dummy = true;   // seeded random weights instead of a checkpoint
   int prompt_len = 32;
   int gen_len = 8;
