@@ -47,7 +47,9 @@ TEST_F(FamilyGenerateTest, PromptsCarryTheModelsBosAndPipelineMatchesInRam) {
                                             "naïve café"};
   std::string input;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    input += json{{"id", "p" + std::to_string(i)}, {"prompt", prompts[i]}}.dump() + "\n";
+    std::string id = "p";  // (not "p" + to_string: GCC 12 warns falsely on that)
+    id += std::to_string(i);
+    input += json{{"id", id}, {"prompt", prompts[i]}}.dump() + "\n";
   }
   write_text(dir() / "in.jsonl", input);
   ASSERT_EQ(run_generate(options(model, "ram.jsonl")), 0);
