@@ -9,16 +9,14 @@
 #include <fstream>
 
 #include "engine/compute_device.h"
+#include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
+using h2oflex::testing_support::Outcome;
 
 class RunErrors : public h2oflex::testing_support::ScratchDirTest {
  protected:
@@ -27,15 +25,7 @@ class RunErrors : public h2oflex::testing_support::ScratchDirTest {
     return dir() / name;
   }
 
-  Outcome run(const std::string& args) {
-    const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-  }
+  Outcome run(const std::string& args) { return h2oflex::testing_support::run_h2oflex(args); }
 
   // Runs a config that must be refused; checks exit code 2, the message, and no result file.
   void expect_refused(const std::string& config, const std::string& message) {

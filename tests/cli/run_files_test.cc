@@ -8,16 +8,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
+using h2oflex::testing_support::Outcome;
 
 class RunFiles : public h2oflex::testing_support::ScratchDirTest {
  protected:
@@ -31,15 +29,7 @@ class RunFiles : public h2oflex::testing_support::ScratchDirTest {
     ss << in.rdbuf();
     return ss.str();
   }
-  Outcome run(const std::string& args) {
-    const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-    const int status = ::pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-  }
+  Outcome run(const std::string& args) { return h2oflex::testing_support::run_h2oflex(args); }
   // Exit 2 with `message`, before any generation, and nothing new in the scratch directory.
   void expect_refused(const std::string& args, const std::string& message) {
     size_t before = 0;

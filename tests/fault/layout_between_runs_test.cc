@@ -9,25 +9,17 @@
 #include <set>
 #include <string>
 
+#include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int exit_code;
-  std::string output;
-};
+using h2oflex::testing_support::Outcome;
 
 Outcome run(const std::string& args) {
-  const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return h2oflex::testing_support::run_h2oflex(args);
 }
 
 class LayoutBetweenRuns : public h2oflex::testing_support::ScratchDirTest {};
