@@ -72,7 +72,11 @@ int cli_main(int argc, char** argv) {
   PlanOptions plan;
   std::string plan_device, plan_host, plan_disk;
   CLI::App* plan_cmd = app.add_subcommand("plan", "choose a policy with the cost model");
-  plan_cmd->add_option("--model", plan.model, "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...) or a model directory")->required();
+  plan_cmd
+      ->add_option(
+          "--model", plan.model,
+          "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...) or a model directory")
+      ->required();
   plan_cmd->add_option("--hardware", plan.hardware_path, "hardware profile YAML")->required();
   plan_cmd->add_option("--prompt-len", plan.prompt_len, "prompt length");
   plan_cmd->add_option("--gen-len", plan.gen_len, "generated tokens");

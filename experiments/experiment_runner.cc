@@ -210,7 +210,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       const policy::PolicySection sec =
           policy::parse_policy_section(config["policy"], cpath + ".policy");
       if (sec.is_auto) {
-        H2OFLEX_INPUT_CHECK(shape, cpath, ".policy: auto needs a model the cost model knows (", rr.note, ")");
+        H2OFLEX_INPUT_CHECK(shape, cpath, ".policy: auto needs a model the cost model knows (",
+                            rr.note, ")");
         pol = plan_policy(*shape, hw, row.prompt_len, row.gen_len, kv, limits);
         config["policy"] = policy_node(pol);
       } else {
