@@ -97,6 +97,7 @@ class Pipeline final : public ScheduleHooks {
   PipelineResult result_;
   double compute_s_ = 0;
   Stopwatch prefill_watch_;
+  Stopwatch unit_watch_;  // since the previous unit of this step ended
 };
 
 Pipeline::Pipeline(const PipelineSpec& spec)
@@ -225,6 +226,10 @@ void Pipeline::compute(int unit, int batch, int buf) {
 }
 
 void Pipeline::unit_done(int unit) {
+  UnitWall& wall = result_.unit_wall_s[phase_];
+  double& kind = unit == 0 ? wall.embedding : unit == model_.head_unit() ? wall.head : wall.layers;
+  kind += unit_watch_.elapsed();
+  unit_watch_.reset();
   if (!prefill_ || !spec_.on_progress) return;
   spec_.on_progress({true, unit + 1, model_.units(), prefill_watch_.elapsed(), 0});
 }
@@ -238,6 +243,7 @@ void Pipeline::step(bool prefill, int decode_step) {
   s.batches = static_cast<int>(ngb_);
   s.prefill = prefill;
   s.overlap = spec_.policy.overlap;
+  unit_watch_.reset();
   run_step(*this, s);
 }
 

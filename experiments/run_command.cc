@@ -233,6 +233,12 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                                   {"cache_load", b.cache_load},
                                   {"cache_store", b.cache_store}};
     }
+    for (const auto& [phase, w] : pr.unit_wall_s) {
+      r["unit_wall_s"][phase] = {{"embedding", w.embedding},
+                                 {"layers", w.layers},
+                                 {"layer_count", src.model->layers()},
+                                 {"head", w.head}};
+    }
     nlohmann::json pj;
     for (const auto& [k, v] : policy::describe(spec.policy)) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);

@@ -70,6 +70,16 @@ TEST(MemoryPlan, ARunHoldsNoMoreThanItsPlan) {
         (r.planned_bytes.at("host") + r.planned_bytes.at("device") + r.planned_bytes.at("disk")) *
             9 / 10)
         << p.summary();
+    // Where the time went: every unit kind took time in each phase, and the units' walls are
+    // disjoint parts of the phase's wall time.
+    for (const auto& [phase, latency] :
+         {std::pair{"prefill", r.prefill_s}, {"decode", r.decode_s}}) {
+      const UnitWall& w = r.unit_wall_s.at(phase);
+      EXPECT_GT(w.embedding, 0) << phase;
+      EXPECT_GT(w.layers, 0) << phase;
+      EXPECT_GT(w.head, 0) << phase;
+      EXPECT_LE(w.embedding + w.layers + w.head, latency) << phase;
+    }
   }
 }
 
