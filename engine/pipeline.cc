@@ -72,6 +72,7 @@ class Pipeline final : public ScheduleHooks {
   void compute_embedding(const UnitWeights& w, int batch, Tensor& hidden);
   void compute_head(const UnitWeights& w, int batch, const Tensor& hidden);
   void compute_layer(const UnitWeights& w, int layer, int batch, int buf, Tensor& hidden);
+  void add_compute(int unit, double seconds);
   // Positions of the visit's rows (prompt rows in prefill, one token per sequence in decode).
   Tensor positions(int batch) const;
   std::vector<int32_t> pads(int batch) const;
@@ -194,7 +195,7 @@ void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf
                   prefill_k_, prefill_v_, cs);
     kv_prefill(rule, prefill_k_, prefill_v_, cs, pad, slots);
     ops::synchronize(dev);  // the store below reads what the device wrote
-    compute_s_ += watch.elapsed();
+    add_compute(layer + 1, watch.elapsed());
     kv_.store(layer, batch, buf, nullptr, phase_);
     return;
   }
@@ -202,7 +203,7 @@ void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf
   const ChangedSlots changed =
       decode_layer(model_, w, spec_.gen.compute, rule, t, pos, hidden, slots);
   ops::synchronize(dev);
-  compute_s_ += watch.elapsed();
+  add_compute(layer + 1, watch.elapsed());
   kv_.store(layer, batch, buf, &changed, phase_);
 }
 
@@ -221,14 +222,17 @@ void Pipeline::compute(int unit, int batch, int buf) {
     watch.reset();  // compute_layer timed its compute, without queuing its stores
   }
   ops::synchronize(tiers_.compute_device());  // timing, and the store below reads the result
-  compute_s_ += watch.elapsed();
+  add_compute(unit, watch.elapsed());
   if (unit < model_.head_unit()) act_.store(batch, rows, phase_);
 }
 
+void Pipeline::add_compute(int unit, double seconds) {
+  compute_s_ += seconds;
+  result_.unit_compute_s[phase_].of(unit, model_.head_unit()) += seconds;
+}
+
 void Pipeline::unit_done(int unit) {
-  UnitWall& wall = result_.unit_wall_s[phase_];
-  double& kind = unit == 0 ? wall.embedding : unit == model_.head_unit() ? wall.head : wall.layers;
-  kind += unit_watch_.elapsed();
+  result_.unit_wall_s[phase_].of(unit, model_.head_unit()) += unit_watch_.elapsed();
   unit_watch_.reset();
   if (!prefill_ || !spec_.on_progress) return;
   spec_.on_progress({true, unit + 1, model_.units(), prefill_watch_.elapsed(), 0});

@@ -15,11 +15,15 @@ struct StageBusy {
   double compute = 0, weight_load = 0, cache_load = 0, cache_store = 0;
 };
 
-// Wall seconds of a phase by unit kind, from the end of one unit to the end of the next (its
-// weight wait included). A decoder layer's share over `layers` gives the per-layer time, from
-// which a run on a truncated stack of layers tells the time of the full one.
-struct UnitWall {
+// Seconds of a phase by unit kind. Wall: from the end of one unit to the end of the next, its
+// weight wait included; compute: the units' compute alone. A decoder layer's share over the
+// layer count gives the per-layer time, from which a run on a truncated stack of layers tells
+// the time of the full one.
+struct ByUnitKind {
   double embedding = 0, layers = 0, head = 0;
+  double& of(int unit, int head_unit) {
+    return unit == 0 ? embedding : unit == head_unit ? head : layers;
+  }
 };
 
 struct PipelineResult {
@@ -30,8 +34,9 @@ struct PipelineResult {
   std::map<std::string, uint64_t> peak_bytes;     // per tier name
   std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
   std::vector<TransferRecord> bytes_moved;
-  std::map<std::string, StageBusy> stage_busy_s;  // "prefill", "decode"
-  std::map<std::string, UnitWall> unit_wall_s;    // "prefill", "decode"
+  std::map<std::string, StageBusy> stage_busy_s;     // "prefill", "decode"
+  std::map<std::string, ByUnitKind> unit_wall_s;     // "prefill", "decode"
+  std::map<std::string, ByUnitKind> unit_compute_s;  // "prefill", "decode"
   KeptSets kept;  // when spec.gen.capture_kept: the same order as the in-RAM path
 };
 

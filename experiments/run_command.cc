@@ -233,12 +233,14 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                                   {"cache_load", b.cache_load},
                                   {"cache_store", b.cache_store}};
     }
-    for (const auto& [phase, w] : pr.unit_wall_s) {
-      r["unit_wall_s"][phase] = {{"embedding", w.embedding},
-                                 {"layers", w.layers},
-                                 {"layer_count", src.model->layers()},
-                                 {"head", w.head}};
-    }
+    auto by_unit_kind = [&](const ByUnitKind& k) {
+      return nlohmann::json{{"embedding", k.embedding},
+                            {"layers", k.layers},
+                            {"layer_count", src.model->layers()},
+                            {"head", k.head}};
+    };
+    for (const auto& [phase, k] : pr.unit_wall_s) r["unit_wall_s"][phase] = by_unit_kind(k);
+    for (const auto& [phase, k] : pr.unit_compute_s) r["unit_compute_s"][phase] = by_unit_kind(k);
     nlohmann::json pj;
     for (const auto& [k, v] : policy::describe(spec.policy)) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);

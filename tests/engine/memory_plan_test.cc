@@ -70,14 +70,18 @@ TEST(MemoryPlan, ARunHoldsNoMoreThanItsPlan) {
         (r.planned_bytes.at("host") + r.planned_bytes.at("device") + r.planned_bytes.at("disk")) *
             9 / 10)
         << p.summary();
-    // Where the time went: every unit kind took time in each phase, and the units' walls are
-    // disjoint parts of the phase's wall time.
+    // Where the time went: every unit kind took time in each phase, the units' walls are
+    // disjoint parts of the phase's wall time, and a unit's compute is part of its wall.
     for (const auto& [phase, latency] :
          {std::pair{"prefill", r.prefill_s}, {"decode", r.decode_s}}) {
-      const UnitWall& w = r.unit_wall_s.at(phase);
-      EXPECT_GT(w.embedding, 0) << phase;
-      EXPECT_GT(w.layers, 0) << phase;
-      EXPECT_GT(w.head, 0) << phase;
+      const ByUnitKind& w = r.unit_wall_s.at(phase);
+      const ByUnitKind& c = r.unit_compute_s.at(phase);
+      EXPECT_GT(c.embedding, 0) << phase;
+      EXPECT_GT(c.layers, 0) << phase;
+      EXPECT_GT(c.head, 0) << phase;
+      EXPECT_LE(c.embedding, w.embedding) << phase;
+      EXPECT_LE(c.layers, w.layers) << phase;
+      EXPECT_LE(c.head, w.head) << phase;
       EXPECT_LE(w.embedding + w.layers + w.head, latency) << phase;
     }
   }
