@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test suite under sanitizers, CPU only: an ASan + UBSan build of every test (build-asan/).
 # With H2OFLEX_TSAN=1 also a TSan build of the threaded parts, the transfer and io engines,
-# generate and the pipeline (build-tsan/); not yet part of CI, as its run is not yet known to be
-# clean. Any report fails the run. Extra arguments go to the ctest calls.
+# generate and the pipeline (build-tsan/). CI runs both after the normal tests. Any report fails
+# the run. Extra arguments go to the ctest calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
