@@ -131,6 +131,7 @@ Pipeline::Pipeline(const PipelineSpec& spec)
   logits_ = dev_tensor({gbs_, model_.vocab()}, "logits");
   const char* names[kTierKinds] = {"device", "host", "disk"};
   for (int t = 0; t < kTierKinds; ++t) result_.planned_bytes[names[t]] = plan_.bytes[t];
+  if (spec.io_fault_hook) tiers_.transfers().set_fault_hook(spec.io_fault_hook);
 }
 
 std::vector<int32_t> Pipeline::pads(int batch) const {

@@ -23,6 +23,7 @@
 #include "engine/model_layout.h"
 #include "engine/pipeline_device.h"
 #include "engine/run_stats.h"
+#include "offload/io/io_engine.h"
 #include "policy/memory_plan.h"
 #include "policy/run_policy.h"
 
@@ -50,6 +51,8 @@ struct PipelineSpec {
   std::vector<std::vector<int32_t>> prompts;  // exactly policy.block_size() of them
   int projected_steps = 0;                    // > 0: time this many decode steps and extrapolate
   ProgressFn on_progress;                     // optional
+  std::shared_ptr<IoFaultHook>
+      io_fault_hook;  // optional: sees every disk I/O (tests inject faults)
 };
 
 // The plan run_pipeline would allocate for `spec` (nothing is allocated).
