@@ -166,6 +166,25 @@ TEST_F(RunErrors, InRamRunOverTheHostBudgetIsRefused) {
       "but hardware.host_mem is 64.00 MiB");
 }
 
+// A config.json with a vocabulary of 10^9 tokens: the embedding alone is estimated, not allocated.
+TEST_F(RunErrors, InRamHugeVocabularyIsRefusedWithTheEstimate) {
+  const fs::path model = dir() / "huge-vocab";
+  fs::create_directories(model);
+  std::ofstream(model / "config.json")
+      << R"({"model_type": "opt", "hidden_size": 64, "ffn_dim": 128, "num_attention_heads": 4,)"
+      << R"( "num_hidden_layers": 1, "vocab_size": 1000000000, "max_position_embeddings": 64,)"
+      << R"( "word_embed_proj_dim": 64})";
+  expect_refused("model: " + model.string() + "\ndummy: true\nprompt_len: 4\ngen_len: 2\n",
+                 "without a policy the run needs an estimated");
+}
+
+// A prompt id beyond the vocabulary is named, not looked up out of bounds.
+TEST_F(RunErrors, PromptIdOutsideTheVocabularyIsNamed) {
+  expect_refused(
+      "model: opt-125m\ndummy: true\nprompt_len: 4\ngen_len: 2\nprompt_ids: [[2, 1000000000]]\n",
+      "prompt token id 1000000000 outside the vocabulary [0, 50272)");
+}
+
 }  // namespace
 
 // Family settings the engine does not implement are refused up front by `run`, naming the key.
