@@ -9,6 +9,7 @@
 
 #ifdef H2OFLEX_WITH_CUDA
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
