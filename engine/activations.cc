@@ -12,7 +12,7 @@ Activations::Activations(int64_t hidden, const policy::MemoryPlan& plan, TierSet
     if (kind == TierKind::Disk) {
       h.offset = tiers.disk()->allocate(bytes, "activations");
     } else {
-      h.ptr = tiers.memory(kind).allocate(bytes, "activations");
+      h.ptr = tiers.allocate(kind, bytes, "activations");
       h.tensor = Tensor::wrap(h.ptr, flat, DType::F32, tiers.tensor_device(kind));
     }
     homes_.push_back(std::move(h));

@@ -1,6 +1,9 @@
 #include "engine/device_pinning.h"
 
 #ifdef H2OFLEX_WITH_CUDA
+#include <atomic>
+#include <cstdio>
+
 #include "runtime/cuda/device.h"
 #endif
 
@@ -11,7 +14,22 @@ namespace {
 class CudaPinListener final : public PinListener {
  public:
   void register_pinned(void* ptr, size_t bytes) override { cuda::register_pinned(ptr, bytes); }
-  void unregister_pinned(void* ptr, size_t) override { cuda::unregister_pinned(ptr); }
+  // After a device error every CUDA call fails, this one too, while the buffers are freed
+  // during unwinding: the failure is told once on stderr and otherwise dropped, so the error
+  // that ended the run is the one reported.
+  void unregister_pinned(void* ptr, size_t) noexcept override {
+    try {
+      cuda::unregister_pinned(ptr);
+    } catch (const std::exception& e) {
+      if (!told_.exchange(true)) {
+        std::fprintf(stderr, "teardown: %s (ignored; later failures are not shown)\n", e.what());
+      }
+    } catch (...) {
+    }
+  }
+
+ private:
+  std::atomic<bool> told_{false};
 };
 }  // namespace
 #endif

@@ -63,6 +63,7 @@ policy::MemoryPlan plan_in_ram(const DecoderModel& model, const GenerationSettin
   shape.kv_slots = g.eviction.capacity(static_cast<int>(prompt_len), g.gen_len);
   shape.kv_format = StorageFormat::plain(g.kv_dtype);
   shape.separate_device = g.device != Device::CPU;
+  shape.gpu = g.device.is_cuda();
   return policy::plan_memory(model_footprint(model, matrix_dtype_for(g.compute)), all_on_device,
                              shape);
 }

@@ -22,24 +22,21 @@ KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& ti
         if (kind == TierKind::Disk) {
           h.offset[which] = tiers.disk()->allocate(bytes, "KV cache");
         } else {
-          h.ptr[which] = tiers.memory(kind).allocate(bytes, "KV cache");
+          h.ptr[which] = tiers.allocate(kind, bytes, "KV cache");
         }
       }
       const TierKind mt = plan.meta_tier(kind);
       const Device md = tiers.tensor_device(mt);
-      h.pos =
-          Tensor::wrap(tiers.memory(mt).allocate(meta_bytes, "KV positions"), meta, DType::I32, md);
-      h.score =
-          Tensor::wrap(tiers.memory(mt).allocate(meta_bytes, "KV scores"), meta, DType::F32, md);
+      h.pos = Tensor::wrap(tiers.allocate(mt, meta_bytes, "KV positions"), meta, DType::I32, md);
+      h.score = Tensor::wrap(tiers.allocate(mt, meta_bytes, "KV scores"), meta, DType::F32, md);
       ops::fill(h.pos, -1.0f);
       ops::fill(h.score, 0.0f);
       homes_.push_back(std::move(h));
     }
   }
   if (plan.kv_workspace) {
-    MemoryTier& t = tiers.memory(plan.kv_workspace_tier);
     for (auto& buf : workspace_) {
-      for (void*& p : buf) p = t.allocate(bytes, "KV workspace");
+      for (void*& p : buf) p = tiers.allocate(plan.kv_workspace_tier, bytes, "KV workspace");
     }
   }
 }
@@ -60,13 +57,17 @@ Location KvHome::location(const Home& h, int which) {
 std::vector<TransferHandle> KvHome::load(int layer, int batch, int buf, const std::string& phase) {
   std::vector<TransferHandle> handles;
   if (plan_.kv_in_place(layer)) return handles;
-  wait_stores(buf);  // the buffer's previous store must finish before new data lands in it
+  // The buffer's previous store must finish before new data lands in it: the load waits for it
+  // on the load queue, so the caller can queue the load ahead of compute without blocking.
+  // (Waiting for the load covers the store and its error.)
+  std::vector<TransferHandle> stores = std::move(pending_[buf]);
+  pending_[buf].clear();
   const Home& h = home(layer, batch);
   for (int which = 0; which < 2; ++which) {
     handles.push_back(
         tiers_.transfers().copy(QueueId::CacheLoad, location(h, which),
                                 tiers_.at(plan_.kv_workspace_tier, workspace_[buf][which]),
-                                plan_.kv_bytes, {phase, DataKind::Kv}));
+                                plan_.kv_bytes, {phase, DataKind::Kv}, {}, stores));
   }
   return handles;
 }

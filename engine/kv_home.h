@@ -26,8 +26,8 @@ class KvHome {
   KvHome(const KvHome&) = delete;
   KvHome& operator=(const KvHome&) = delete;
 
-  // Loads (layer, batch) into workspace buffer `buf` unless it is computed on in place; waits
-  // first for that buffer's previous write-back.
+  // Loads (layer, batch) into workspace buffer `buf` unless it is computed on in place. The load
+  // starts after that buffer's previous write-back, without blocking the caller.
   std::vector<TransferHandle> load(int layer, int batch, int buf, const std::string& phase);
   // The slots compute works on: the home itself, or workspace buffer `buf`.
   KvSlots slots(int layer, int batch, int buf) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/activations.h"
+#include "engine/device_usage.h"
 #include "engine/kv_home.h"
 #include "engine/layer_step.h"
 #include "engine/model_footprint.h"
@@ -44,6 +45,7 @@ policy::MemoryPlan plan_for(const PipelineSpec& spec, const RunShape& r) {
   shape.kv_slots = r.slots;
   shape.kv_format = StorageFormat::plain(spec.gen.kv_dtype);
   shape.separate_device = spec.device != PipelineDevice::Cpu;
+  shape.gpu = spec.device == PipelineDevice::Cuda;
   return policy::plan_memory(model_footprint(*spec.model, matrix_dtype_for(spec.gen.compute)),
                              spec.policy, shape);
 }
@@ -82,6 +84,7 @@ class Pipeline final : public ScheduleHooks {
   RunShape shape_;
   int64_t gbs_, ngb_;
   policy::MemoryPlan plan_;
+  DeviceUsageMeter gpu_usage_;  // before the tiers: its baseline is the card before the run
   TierSet tiers_;
   WeightStream weights_;
   KvHome kv_;
@@ -108,6 +111,7 @@ Pipeline::Pipeline(const PipelineSpec& spec)
       gbs_(spec.policy.gpu_batch_size),
       ngb_(spec.policy.num_gpu_batches),
       plan_(plan_for(spec, shape_)),
+      gpu_usage_(spec.device),
       tiers_((policy::check_plan_fits(plan_, spec.policy, spec.limits), spec.device), plan_,
              spec.limits),
       weights_(model_, matrix_dtype_for(spec.gen.compute), plan_,
@@ -266,6 +270,7 @@ PipelineResult Pipeline::run() {
   const StageBusy start = busy_now(xfer, compute_s_);
   step(/*prefill=*/true, 0);
   result_.prefill_s = watch.elapsed();
+  gpu_usage_.sample();
   const StageBusy after_prefill = busy_now(xfer, compute_s_);
   result_.stage_busy_s["prefill"] = busy_between(start, after_prefill);
 
@@ -280,6 +285,7 @@ PipelineResult Pipeline::run() {
     }
     step(/*prefill=*/false, i);
     ++result_.decode_steps_run;
+    gpu_usage_.sample();
     if (spec_.on_progress) {
       const double el = watch.elapsed();
       spec_.on_progress({false, i + 1, to_run, el, static_cast<double>(n) * (i + 1) / el});
@@ -295,6 +301,9 @@ PipelineResult Pipeline::run() {
   if (spec_.gen.capture_kept) result_.kept = kv_.kept();
   result_.bytes_moved = xfer.counters();
   result_.peak_bytes = tiers_.peaks();
+  result_.gpu_used_at_start = gpu_usage_.used_at_start();
+  result_.gpu_used_peak = gpu_usage_.peak_used();
+  result_.gpu_total = gpu_usage_.total();
   return result_;
 }
 

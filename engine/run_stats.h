@@ -33,6 +33,9 @@ struct PipelineResult {
   int decode_steps_run = 0;
   std::map<std::string, uint64_t> peak_bytes;     // per tier name
   std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
+  // On a GPU, what cudaMemGetInfo reported in use (total - free): before the run allocated
+  // anything, and the most seen after any step; 0 when not measured (no GPU).
+  uint64_t gpu_used_at_start = 0, gpu_used_peak = 0, gpu_total = 0;
   std::vector<TransferRecord> bytes_moved;
   std::map<std::string, StageBusy> stage_busy_s;     // "prefill", "decode"
   std::map<std::string, ByUnitKind> unit_wall_s;     // "prefill", "decode"

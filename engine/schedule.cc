@@ -27,11 +27,12 @@ void run_step(ScheduleHooks& hooks, const StepShape& s) {
       wait_all(cload);
       const int next_unit = batch + 1 < s.batches ? unit : unit + 1;
       const int next_batch = batch + 1 < s.batches ? batch + 1 : 0;
-      hooks.compute(unit, batch, buf);
-      // The next visit's KV goes to the other buffer while this one's results are stored.
+      // The next visit's KV goes to the other buffer while this one computes: queued before the
+      // compute starts (behind that buffer's pending store), so the copy overlaps all of it.
       if (s.overlap && decode && next_unit <= u.last_unit && u.is_layer(next_unit)) {
         cload = hooks.load_kv(next_unit, next_batch, 1 - buf);
       }
+      hooks.compute(unit, batch, buf);
       if (!s.overlap) hooks.wait_kv_stores();
     }
     if (!s.overlap && unit < u.last_unit) wnext = hooks.prefetch_weights(unit + 1);

@@ -44,11 +44,20 @@ TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
       break;
     case PipelineDevice::Cuda:
 #ifdef H2OFLEX_WITH_CUDA
-      device_ = std::make_unique<CudaDeviceTier>(device_budget);
+    {
+      auto gpu = std::make_unique<CudaDeviceTier>(device_budget);
+      gpu->keep_pool_bytes(plan.gpu_pool_bytes);
+      device_ = std::move(gpu);
+    }
 #else
       throw InputError("compute device 'cuda' requested, but this build has no CUDA backend");
 #endif
-      break;
+    break;
+  }
+  // What a GPU holds outside the tier's own allocations is charged up front, so device_mem
+  // bounds the whole card and the tier's peak shows it.
+  if (const uint64_t outside = plan.device_bytes_outside_tier(); outside > 0) {
+    device_->charge(outside, "the CUDA context, cuBLAS workspace and op temporaries");
   }
   host_ = std::make_unique<HostTier>(budget_or_unlimited(lim.host_mem));
   disk_path_ = lim.disk_path;
@@ -89,6 +98,11 @@ void TierSet::quiesce() noexcept {
     } catch (...) {  // the run's own error is the one reported
     }
   }
+}
+
+void* TierSet::allocate(TierKind kind, uint64_t bytes, std::string_view what) {
+  if (kind == TierKind::Host && pins_for_device()) return host_->allocate_pinned(bytes, what);
+  return memory(kind).allocate(bytes, what);
 }
 
 MemoryTier& TierSet::memory(TierKind kind) {

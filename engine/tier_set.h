@@ -32,6 +32,11 @@ class TierSet {
   DiskTier* disk() { return disk_.get(); }
   TransferEngine& transfers() { return *xfer_; }
   MemoryTier& memory(TierKind kind);  // device or host
+  // `bytes` in the device or host tier. Host memory is pinned when a GPU is used, so the copies
+  // between it and the GPU are DMA (pageable memory is copied synchronously, through a bounce).
+  void* allocate(TierKind kind, uint64_t bytes, std::string_view what);
+  // True when host memory that crosses to the device should be pinned for it (a GPU is used).
+  bool pins_for_device() const { return device_pins_ != nullptr && dev_.is_cuda(); }
   const std::string& disk_path() const { return disk_path_; }
 
   // The device tier is memory the CPU cannot compute on in place (a GPU's, or the isolated arena).

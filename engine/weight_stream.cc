@@ -30,7 +30,8 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
   store_ = std::make_unique<WeightStore>(
       specs_, std::move(from), tiers.transfers(),
       WeightStoreTiers{&tiers.device(), &tiers.host(), tiers.disk()}, plan.weights->home,
-      WeightStoreSettings{/*verify_checksums=*/true, /*pin_host=*/source.pin});
+      WeightStoreSettings{/*verify_checksums=*/true, /*pin_host=*/source.pin,
+                          /*pin_upload=*/tiers.pins_for_device()});
   store_->materialize();
   if (plan.weights->workspace > 0) {
     for (void*& w : workspace_)
@@ -40,7 +41,11 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
 
 WeightStream::~WeightStream() {
   for (void* w : workspace_) {
-    if (w != nullptr) tiers_.device().free(w);
+    if (w == nullptr) continue;
+    try {
+      tiers_.device().free(w);
+    } catch (...) {  // after a device error the free fails too; that error is the one reported
+    }
   }
 }
 

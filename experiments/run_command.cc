@@ -73,6 +73,13 @@ void print_summary(const nlohmann::json& r) {
   std::printf("peak device mem: %.3f GB\tprojected: %s\n",
               r["peak_device_bytes"].get<double>() / kGiB,
               r["projected"].get<bool>() ? "True" : "False");
+  if (r.contains("device_memory")) {
+    const nlohmann::json& m = r["device_memory"];
+    std::printf("cuda memory in use (cudaMemGetInfo): %.3f GB peak, %.3f GB at start, of %.3f GB\n",
+                m["cuda_used_peak_bytes"].get<double>() / kGiB,
+                m["cuda_used_at_start_bytes"].get<double>() / kGiB,
+                m["cuda_total_bytes"].get<double>() / kGiB);
+  }
   for (const char* p : {"prefill", "decode", "total"}) {
     std::printf("%s latency: %.3f s\t%s throughput: %.3f token/s\n", p,
                 r[p]["latency_s"].get<double>(), p, r[p]["throughput_tok_s"].get<double>());
@@ -218,6 +225,15 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     r["decode_steps_run"] = pr.decode_steps_run;
     r["peak_bytes"] = pr.peak_bytes;
     r["planned_bytes"] = pr.planned_bytes;
+    if (pr.gpu_total > 0) {
+      // The driver's view beside the tier's: the tier's peak includes what the plan charges for
+      // the context, cuBLAS and the op temporaries; the driver's counts what is really there.
+      r["device_memory"] = {{"tier_peak_bytes", pr.peak_bytes["device"]},
+                            {"planned_bytes", pr.planned_bytes["device"]},
+                            {"cuda_used_at_start_bytes", pr.gpu_used_at_start},
+                            {"cuda_used_peak_bytes", pr.gpu_used_peak},
+                            {"cuda_total_bytes", pr.gpu_total}};
+    }
     nlohmann::json moved = nlohmann::json::array();
     for (const auto& m : pr.bytes_moved) {
       moved.push_back({{"phase", m.phase},

@@ -93,6 +93,7 @@ PlanShape plan_shape(const ModelShape& model, const Workload& w, bool separate_d
   s.kv_slots = w.kv.resolve(w.prompt_len, w.gen_len).capacity(w.prompt_len, w.gen_len);
   s.kv_format = StorageFormat::plain(model.kv_bytes >= 4 ? DType::F32 : DType::BF16);
   s.separate_device = separate_device;
+  s.gpu = separate_device;  // the cost model's separate device is a GPU
   return s;
 }
 

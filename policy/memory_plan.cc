@@ -6,6 +6,7 @@
 
 #include "policy/home_tiers.h"
 #include "runtime/core/error.h"
+#include "runtime/core/gpu_memory_reserve.h"
 
 namespace h2oflex::policy {
 
@@ -103,6 +104,18 @@ std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m,
 void plan_weights(MemoryPlan& plan, const ModelFootprint& m, const Policy& p) {
   plan.weights = weight_placement(m, p, plan.separate_device);
   for (int t = 0; t < kTierKinds; ++t) plan.bytes[t] += plan.weights->tier_bytes[t];
+  // A GPU's weights produced on the host go up through one pinned buffer of the largest one's
+  // size (WeightStoreSettings::pin_upload).
+  if (plan.gpu) {
+    uint64_t largest = 0;
+    for (size_t i = 0; i < m.tensor_bytes.size(); ++i) {
+      if (plan.weights->home[i] == TierKind::Device) {
+        largest = std::max(largest, m.tensor_bytes[i]);
+      }
+    }
+    plan.weight_upload_bytes = plan_round(largest);
+    add(plan, TierKind::Host, plan.weight_upload_bytes);
+  }
 }
 
 void plan_kv(MemoryPlan& plan, const ModelFootprint& m, const Policy& p, const PlanShape& s) {
@@ -152,8 +165,32 @@ void plan_activations(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
           plan_round(gbs * static_cast<uint64_t>(m.vocab) * 4));
   // On a separate device the layers' working buffers (ops/scratch.h) live there too.
   if (s.separate_device) {
-    add(plan, TierKind::Device, rows * static_cast<uint64_t>(m.scratch_elems_per_row) * 4);
+    plan.op_scratch_bytes = rows * static_cast<uint64_t>(m.scratch_elems_per_row) * 4;
+    add(plan, TierKind::Device, plan.op_scratch_bytes);
   }
+}
+
+// A GPU's own memory besides the tensors: the context and cuBLAS workspace, and the pool the
+// ops' temporaries come from. The compute stream's temporaries are freed in stream order before
+// the next op's are taken, so the pool holds the largest op's at a time, plus the store queue's
+// gather buffer, which works beside the compute.
+void plan_gpu_runtime(MemoryPlan& plan, const ModelFootprint& m, const Policy& p,
+                      const PlanShape& s) {
+  if (!s.gpu) return;
+  namespace r = gpu_reserve;
+  const uint64_t gbs = static_cast<uint64_t>(p.gpu_batch_size);
+  const uint64_t heads = static_cast<uint64_t>(m.query_heads);
+  const uint64_t prompt = static_cast<uint64_t>(s.prompt_len);
+  const uint64_t gemm = 2 * r::kGemmOperandChunkBytes;
+  const uint64_t prefill_row_stats = gbs * heads * prompt * 2 * 4;  // max and normalizer per row
+  const uint64_t decode_head_probs = gbs * heads * static_cast<uint64_t>(s.kv_slots + 1) * 4;
+  const uint64_t sample_rows = std::min<uint64_t>(gbs, r::kSampleRowChunk);
+  const uint64_t sampling = sample_rows * static_cast<uint64_t>(m.vocab) * r::kSampleBytesPerEntry;
+  plan.gpu_pool_bytes =
+      plan_round(std::max({gemm, prefill_row_stats, decode_head_probs, sampling})) +
+      r::kStoreGatherBytes;
+  plan.gpu_fixed_bytes = r::kContextBytes + r::kCublasWorkspaceBytes;
+  add(plan, TierKind::Device, plan.gpu_pool_bytes + plan.gpu_fixed_bytes);
 }
 
 }  // namespace
@@ -167,9 +204,11 @@ MemoryPlan plan_memory(const ModelFootprint& model, const Policy& p, const PlanS
   MemoryPlan plan;
   plan.cpu_cache_compute = p.cpu_cache_compute;
   plan.separate_device = shape.separate_device;
+  plan.gpu = shape.gpu;
   plan_weights(plan, model, p);
   plan_kv(plan, model, p, shape);
   plan_activations(plan, model, p, shape);
+  plan_gpu_runtime(plan, model, p, shape);
   return plan;
 }
 

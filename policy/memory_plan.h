@@ -38,6 +38,7 @@ struct PlanShape {
   int64_t kv_slots = 0;  // per (sequence, layer, KV head)
   StorageFormat kv_format;
   bool separate_device = false;  // the device tier is not host memory the CPU computes on
+  bool gpu = false;              // ... and it is a GPU's: the CUDA runtime's memory is planned
 };
 
 // Rounds allocations to the tiers' 4 KiB unit, as the tiers do.
@@ -66,9 +67,23 @@ struct MemoryPlan {
   TierKind kv_workspace_tier = TierKind::Device;
   bool act_workspace = false;              // some batch's activations are staged into the device
   uint64_t bytes[kTierKinds] = {0, 0, 0};  // per tier (TierKind order)
+  // Device bytes allocated outside the device tier, included in bytes[Device]: the ops' working
+  // buffers (ops/scratch.h) on a separate device, and on a GPU the stream-ordered pool the ops'
+  // temporaries come from and the context with the cuBLAS workspace (gpu_memory_reserve.h).
+  uint64_t op_scratch_bytes = 0;
+  // Host bytes of the pinned buffer a GPU's host-produced weights are uploaded through.
+  uint64_t weight_upload_bytes = 0;
+  uint64_t gpu_pool_bytes = 0;
+  uint64_t gpu_fixed_bytes = 0;
+  // What a GPU's device tier is charged up front besides its own allocations, so that its budget
+  // (device_mem) covers the whole card.
+  uint64_t device_bytes_outside_tier() const {
+    return gpu ? op_scratch_bytes + gpu_pool_bytes + gpu_fixed_bytes : 0;
+  }
 
   bool cpu_cache_compute = false;
   bool separate_device = false;
+  bool gpu = false;
   // Data in `home` is copied into a device workspace before the device computes on it.
   bool staged(TierKind home) const {
     return home == TierKind::Disk || (separate_device && home == TierKind::Host);

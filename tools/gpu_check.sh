@@ -1,68 +1,133 @@
 #!/usr/bin/env bash
-# GPU check, for a machine with an NVIDIA GPU: builds with the CUDA backend, runs the `gpu`
-# tests, then a short throughput benchmark, and prints a table last. Budget: under 8 minutes.
+# GPU check in two halves, for a GPU machine that has a CUDA toolkit but none of the project's
+# other dependencies and no package registry:
 #
-#   tools/gpu_check.sh [BUILD_DIR]        (default: build-gpu)
+#   tools/gpu_check.sh --bundle DIR        on a build machine: builds h2oflex and gpu_tests for
+#                                          the GPU (sm_90 machine code plus compute_90 PTX, no
+#                                          -march=native) and packs them, with the shared
+#                                          libraries a bare CUDA image lacks, into
+#                                          DIR/h2oflex-gpu.tar.xz (at most 60 MiB)
+#   tools/gpu_check.sh --from-bundle DIR   on the GPU machine, from the repository root: unpacks
+#                                          the bundle and runs the check; installs nothing
 #
-# Benchmark cases (OPT dummy weights, prompt 512, gen 32):
+# The check runs the gpu tests, then three benchmark cases (OPT dummy weights, prompt 512,
+# gen 32), and prints one table last. Every part has its own time cap, taken out of one budget,
+# so a slow part cannot eat the rest; the whole check stays under 8 minutes.
 #   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU (batch 32)
 #   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 90% of the weights and the cache on host,
-#                   cpu_cache_compute, full KV, block 32 x 1 (its cache: ~24 GiB of host RAM;
-#                   the device plan, f32 activations of 32 x 512 prompt rows included, ~14 GB)
+#                   cpu_cache_compute, full KV, block 32 x 1 (its cache: ~24 GiB of host RAM)
 #   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt), block
 #                   32 x 4: the 4x larger block needs less host RAM than the full cache's
-# Every case sets compute_device: cuda, so a machine without a usable GPU fails the case instead
-# of reporting CPU numbers.
-# The 30B runs are projected (decode steps timed and extrapolated). A case's config is read from
-# $GPU_CHECK_CONFIG_DIR/<case>.yaml, else experiments/gpu_check/<case>.yaml, else the built-in
-# one below. A missing binary, a failing run or a run past its time slot becomes a table entry,
-# not an abort.
+# Every case sets compute_device: cuda, so a machine without a usable GPU reports "no CUDA
+# device" for the case instead of CPU numbers. The 30B runs are projected (decode steps timed
+# and extrapolated). A case's config is read from $GPU_CHECK_CONFIG_DIR/<case>.yaml, else
+# experiments/gpu_check/<case>.yaml, else the built-in one below.
 #
-# Environment: GPU_CHECK_BUDGET_S (default 470), GPU_CHECK_RUN_TIMEOUT_S (default 120).
+# When gpu tests fail, the failing ones run again with CUDA_LAUNCH_BLOCKING=1 and
+# H2OFLEX_CUDA_SYNC=1 (every launch waited for, errors named by kernel), then under
+# compute-sanitizer when it is installed, with what is left of the budget.
+#
+# Environment: GPU_CHECK_BUDGET_S (whole check, default 450), GPU_CHECK_TESTS_S (gpu tests, 120),
+# GPU_CHECK_CASE_S (each benchmark case, 90), GPU_CHECK_RERUN_S (each rerun, 60),
+# GPU_CHECK_BUILD_DIR (--bundle's build folder, default build-gpu-bundle), GPU_CHECK_JOBS
+# (--bundle's parallel jobs, default all cores).
 set -uo pipefail
+
+usage() {
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+[ $# -eq 2 ] || usage
+mode=$1
+dir=$(realpath -m "$2")
 cd "$(dirname "$0")/.."
+root=$PWD
+bundle_name=h2oflex-gpu.tar.xz
+max_bundle_bytes=$((60 << 20))
 
-build_dir=${1:-build-gpu}
-budget_s=${GPU_CHECK_BUDGET_S:-470}
-run_timeout_s=${GPU_CHECK_RUN_TIMEOUT_S:-120}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-start=$SECONDS
-elapsed() { echo $((SECONDS - start)); }
-log() { echo "[gpu_check $(elapsed)s] $*" >&2; }
+# Libraries every GPU machine provides, so never packed: the C library and loader, the driver,
+# and the CUDA toolkit's runtime and cuBLAS (the GPU image has the toolkit; cuBLAS alone would
+# not fit the size limit). Everything else ldd names goes in.
+system_lib() {
+  case "$1" in
+    linux-vdso.so* | ld-linux*.so* | libc.so* | libm.so* | libpthread.so* | libdl.so* | \
+      librt.so* | libresolv.so* | libcuda.so* | libcudart.so* | libcublas.so* | libcublasLt.so*)
+      return 0
+      ;;
+  esac
+  return 1
+}
 
-log "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
-
-# 1. Build.
-build_status=ok
-if ! tools/install_deps.sh; then
-  log "dependency installation failed; trying to build with what is installed"
-fi
-if ! cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DH2OFLEX_CUDA=ON >"$work/configure.log" 2>&1; then
-  build_status="configure failed"
-  tail -n 30 "$work/configure.log" >&2
-elif ! cmake --build "$build_dir" -j "$(nproc)" >"$work/build.log" 2>&1; then
-  build_status="build failed"
-  grep -E "error|Error" "$work/build.log" | head -n 30 >&2
-fi
-log "build: $build_status"
-
-# 2. The gpu tests.
-tests_status="not run"
-if [ "$build_status" = ok ]; then
-  if (cd "$build_dir" && timeout 180 ctest -L gpu --output-on-failure >"$work/ctest.log" 2>&1); then
-    tests_status="passed"
-  else
-    tests_status="FAILED"
+make_bundle() {
+  local build=${GPU_CHECK_BUILD_DIR:-build-gpu-bundle}
+  local jobs=${GPU_CHECK_JOBS:-$(nproc)}
+  local stage
+  stage=$(mktemp -d)
+  trap "rm -rf '$stage'" RETURN
+  echo "[bundle] configuring $build" >&2
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DH2OFLEX_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DH2OFLEX_NATIVE=OFF >"$stage/configure.log" 2>&1 || {
+    tail -n 30 "$stage/configure.log" >&2
+    echo "[bundle] configure failed" >&2
+    return 1
+  }
+  echo "[bundle] building h2oflex and gpu_tests (-j $jobs)" >&2
+  cmake --build "$build" -j "$jobs" --target h2oflex gpu_tests >"$stage/build.log" 2>&1 || {
+    grep -E "error|Error" "$stage/build.log" | head -n 30 >&2
+    echo "[bundle] build failed" >&2
+    return 1
+  }
+  mkdir -p "$stage/h2oflex-gpu/bin" "$stage/h2oflex-gpu/lib"
+  local bin lib name path
+  for bin in h2oflex tests/gpu_tests; do
+    cp "$build/$bin" "$stage/h2oflex-gpu/bin/"
+  done
+  strip --strip-unneeded "$stage"/h2oflex-gpu/bin/*
+  # The architectures the kernels were built for, for the manifest: sm_90 SASS and compute_90
+  # PTX (which a newer GPU compiles at load time).
+  local archs="?"
+  if command -v cuobjdump >/dev/null; then
+    archs=$( (cuobjdump --list-elf "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u
+      cuobjdump --list-ptx "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u |
+        sed 's/sm_/compute_/') | tr '\n' ' ')
   fi
-  tail -n 40 "$work/ctest.log" >&2
-  skipped=$(grep -c "(Skipped)" "$work/ctest.log" || true)
-  summary=$(grep -E "tests passed|tests failed" "$work/ctest.log" | tail -n 1)
-  tests_status="$tests_status: ${summary:-no summary} ($skipped skipped)"
-fi
-log "gpu tests: $tests_status"
+  local libs=()
+  while read -r name path; do
+    system_lib "$name" && continue
+    [ -f "$path" ] || {
+      echo "[bundle] $name: not found here" >&2
+      return 1
+    }
+    cp -L "$path" "$stage/h2oflex-gpu/lib/$name"
+    libs+=("$name")
+  done < <(ldd "$build/h2oflex" "$build/tests/gpu_tests" |
+    awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u)
+  strip --strip-unneeded "$stage"/h2oflex-gpu/lib/* 2>/dev/null
+  {
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) with $(nvcc --version | tail -n 1)"
+    echo "kernels: $archs"
+    echo "glibc needed: $(objdump -T "$stage"/h2oflex-gpu/bin/* "$stage"/h2oflex-gpu/lib/* 2>/dev/null |
+      grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
+    echo "packed libraries: ${libs[*]}"
+    echo "expected on the GPU machine: the driver (libcuda), the CUDA toolkit's libcudart and libcublas"
+  } >"$stage/h2oflex-gpu/MANIFEST"
+  mkdir -p "$dir"
+  tar -C "$stage" -cf - h2oflex-gpu | xz -9 -T0 >"$dir/$bundle_name.tmp"
+  local size
+  size=$(stat -c %s "$dir/$bundle_name.tmp")
+  if [ "$size" -gt "$max_bundle_bytes" ]; then
+    rm -f "$dir/$bundle_name.tmp"
+    echo "[bundle] $size bytes: over the 60 MiB limit" >&2
+    return 1
+  fi
+  mv "$dir/$bundle_name.tmp" "$dir/$bundle_name"
+  cat "$stage/h2oflex-gpu/MANIFEST"
+  echo "bundle: $dir/$bundle_name ($((size / 1024)) KiB)"
+}
 
-# 3. Benchmark configs.
+# ---- the check ------------------------------------------------------------------------------
+
 write_builtin_config() {  # case name, output path
   local common="dummy: true
 prompt_len: 512
@@ -112,72 +177,189 @@ EOF
   esac
 }
 
-cases=(opt-6.7b-gpu opt-30b-full opt-30b-h2o20)
-results="$work/results.tsv"
-: >"$results"
-for i in "${!cases[@]}"; do
-  name=${cases[$i]}
-  config=""
-  for dir in "${GPU_CHECK_CONFIG_DIR:-}" experiments/gpu_check; do
-    if [ -n "$dir" ] && [ -f "$dir/$name.yaml" ]; then
-      config="$dir/$name.yaml"
-      break
-    fi
-  done
-  if [ -z "$config" ]; then
-    config="$work/$name.yaml"
-    write_builtin_config "$name" "$config"
-  fi
-  left=$((budget_s - $(elapsed)))
-  runs_left=$((${#cases[@]} - i))
-  slot=$((left / runs_left))
-  [ "$slot" -gt "$run_timeout_s" ] && slot=$run_timeout_s
-  if [ ! -x "$build_dir/h2oflex" ]; then
-    printf '%s\t%s\tno h2oflex binary\n' "$name" "$config" >>"$results"
-    continue
-  fi
-  if [ "$left" -lt 10 ] || [ "$slot" -lt 1 ]; then
-    printf '%s\t%s\tskipped: time budget spent\n' "$name" "$config" >>"$results"
-    continue
-  fi
-  log "run $name ($config, up to ${slot}s)"
-  timeout --signal=INT --kill-after=10 "$slot" "$build_dir/h2oflex" run "$config" \
-    --json "$work/$name.json" >"$work/$name.log" 2>&1
-  rc=$?
-  if [ "$rc" -eq 0 ] && [ -f "$work/$name.json" ]; then
-    printf '%s\t%s\tok\t%s\n' "$name" "$config" "$work/$name.json" >>"$results"
-  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
-    printf '%s\t%s\ttimeout after %ss\n' "$name" "$config" "$slot" >>"$results"
-  else
-    printf '%s\t%s\tfailed (exit %s): %s\n' "$name" "$config" "$rc" \
-      "$(grep -v '^\s*$' "$work/$name.log" | tail -n 1 | cut -c1-70)" >>"$results"
-  fi
-done
+run_check() {
+  local budget_s=${GPU_CHECK_BUDGET_S:-450}
+  local tests_s=${GPU_CHECK_TESTS_S:-120} case_s=${GPU_CHECK_CASE_S:-90}
+  local rerun_s=${GPU_CHECK_RERUN_S:-60}
+  local work start=$SECONDS
+  work=$(mktemp -d)
+  trap "rm -rf '$work'" EXIT
+  elapsed() { echo $((SECONDS - start)); }
+  log() { echo "[gpu_check $(elapsed)s] $*" >&2; }
+  # A part's cap: its own, but never more than leaves `reserve` seconds for the parts after it.
+  cap_for() {  # own cap, seconds to keep for later parts
+    local left=$((budget_s - $(elapsed) - $2))
+    [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+  }
+  local rows="$work/rows.tsv"
+  : >"$rows"
+  row() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >>"$rows"; }  # part, status, results json
 
-# 4. The table, last.
-echo
-echo "build: $build_status | gpu tests: $tests_status | total $(elapsed)s"
-python3 - "$results" <<'EOF'
+  [ -f "$dir/$bundle_name" ] || {
+    echo "gpu_check: no $bundle_name in $dir (make it with tools/gpu_check.sh --bundle $dir)" >&2
+    exit 2
+  }
+  xz -dc "$dir/$bundle_name" | tar -C "$work" -xf - || {
+    echo "gpu_check: cannot unpack $dir/$bundle_name" >&2
+    exit 2
+  }
+  local b="$work/h2oflex-gpu"
+  sed 's/^/[bundle] /' "$b/MANIFEST" >&2
+  export LD_LIBRARY_PATH="$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The toolkit's libraries where the loader does not look by itself.
+  local d
+  if ldd "$b/bin/gpu_tests" | grep -q "not found"; then
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+      $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null |
+        xargs -n1 -I{} sh -c 'ls -d {}/nvidia/*/lib 2>/dev/null'); do
+      [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
+    done
+  fi
+  local missing
+  missing=$(ldd "$b/bin/h2oflex" "$b/bin/gpu_tests" | awk '/not found/ {print $1}' | sort -u |
+    tr '\n' ' ')
+  log "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
+  [ -n "$missing" ] && log "libraries not found: $missing"
+  export H2OFLEX_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
+
+  # 1. The gpu tests. Parts after it: 3 cases and 2 reruns, at least 20 s each.
+  local cap failed=""
+  cap=$(cap_for "$tests_s" 100)
+  log "gpu tests (up to ${cap}s)"
+  timeout --kill-after=10 "$cap" "$b/bin/gpu_tests" --gtest_output="json:$work/tests.json" \
+    >"$work/tests.log" 2>&1
+  local rc=$?
+  tail -n 25 "$work/tests.log" >&2
+  local summary
+  summary=$(python3 - "$work/tests.json" "$work/tests.log" "$rc" "$work/failed.txt" <<'EOF'
+import json, os, sys
+path, log, rc, failed_out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if not os.path.exists(path):
+    text = open(log, errors="replace").read().strip().splitlines()
+    last = text[-1][:80] if text else ""
+    if rc in (124, 137):
+        print("timed out, no report")
+    elif rc == 127 or "error while loading shared libraries" in last:
+        print("failed to start: " + last)
+    else:
+        print(f"no report (exit {rc}): {last}")
+    sys.exit()
+j = json.load(open(path))
+total = passed = skipped = 0
+failed, reasons = [], set()
+for suite in j.get("testsuites", []):
+    for t in suite.get("testsuite", []):
+        total += 1
+        name = f"{suite['name']}.{t['name']}"
+        if t.get("failures"):
+            failed.append(name)
+        elif t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN":
+            skipped += 1
+        else:
+            passed += 1
+open(failed_out, "w").write(":".join(failed))
+counts = f"{passed} passed, {len(failed)} failed, {skipped} skipped of {total}"
+if rc in (124, 137):
+    counts += " (timed out)"
+# The skip messages are in the log (gtest's JSON report leaves them out).
+for line in open(log, errors="replace"):
+    if line.startswith("no CUDA device"):
+        reasons.add(line.strip()[:100])
+absent = sorted(reasons) if skipped else []
+# Without a device the tests that need one skip, saying why; those that need none still run.
+print(f"{absent[0]}: {counts}" if absent else counts)
+EOF
+)
+  [ -f "$work/failed.txt" ] && failed=$(cat "$work/failed.txt")
+  log "gpu tests: $summary"
+  row "gpu tests" "$summary"
+
+  # 2. The benchmark cases. Parts after each: the cases left and 2 reruns.
+  local cases=(opt-6.7b-gpu opt-30b-full opt-30b-h2o20) i name config
+  for i in "${!cases[@]}"; do
+    name=${cases[$i]}
+    config=""
+    for d in "${GPU_CHECK_CONFIG_DIR:-}" experiments/gpu_check; do
+      if [ -n "$d" ] && [ -f "$d/$name.yaml" ]; then
+        config="$d/$name.yaml"
+        break
+      fi
+    done
+    if [ -z "$config" ]; then
+      config="$work/$name.yaml"
+      write_builtin_config "$name" "$config"
+    fi
+    cap=$(cap_for "$case_s" $(((${#cases[@]} - i - 1) * 20 + 40)))
+    if [ "$cap" -lt 10 ]; then
+      row "$name" "skipped: time budget spent"
+      continue
+    fi
+    log "run $name ($config, up to ${cap}s)"
+    timeout --signal=INT --kill-after=10 "$cap" "$b/bin/h2oflex" run "$config" \
+      --json "$work/$name.json" >"$work/$name.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && [ -f "$work/$name.json" ]; then
+      row "$name" ok "$work/$name.json"
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
+      row "$name" "timeout after ${cap}s"
+    elif grep -q "no CUDA device" "$work/$name.log"; then
+      row "$name" "no CUDA device: $(grep -o 'no CUDA device.*' "$work/$name.log" | head -n 1 | cut -c16-90)"
+    else
+      row "$name" "failed (exit $rc): $(grep -v '^\s*$' "$work/$name.log" | tail -n 1 | cut -c1-90)"
+    fi
+    tail -n 3 "$work/$name.log" >&2
+  done
+
+  # 3. Failing tests again: every launch synchronous and named, then under compute-sanitizer.
+  if [ -n "$failed" ]; then
+    cap=$(cap_for "$rerun_s" 20)
+    log "rerun of the failing tests with CUDA_LAUNCH_BLOCKING=1 H2OFLEX_CUDA_SYNC=1 (up to ${cap}s)"
+    CUDA_LAUNCH_BLOCKING=1 H2OFLEX_CUDA_SYNC=1 timeout --kill-after=10 "$cap" \
+      "$b/bin/gpu_tests" --gtest_filter="$failed" >"$work/rerun.log" 2>&1
+    rc=$?
+    grep -E "Failure|failed|error|\[  FAILED" "$work/rerun.log" | head -n 40 >&2
+    row "failing tests, blocking" "exit $rc: $(grep -E '^\[  (PASSED|FAILED)' "$work/rerun.log" | head -n 2 | tr '\n' ' ' | cut -c1-90)"
+    if command -v compute-sanitizer >/dev/null; then
+      cap=$(cap_for "$rerun_s" 0)
+      if [ "$cap" -ge 10 ]; then
+        log "rerun under compute-sanitizer (up to ${cap}s)"
+        CUDA_LAUNCH_BLOCKING=1 timeout --kill-after=10 "$cap" compute-sanitizer --tool memcheck \
+          --error-exitcode 99 "$b/bin/gpu_tests" --gtest_filter="$failed" >"$work/sanitizer.log" 2>&1
+        rc=$?
+        grep -E "=========" "$work/sanitizer.log" | head -n 40 >&2
+        row "failing tests, compute-sanitizer" "exit $rc: $(grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$work/sanitizer.log" | head -n 2 | tr '\n' ' ' | cut -c1-90)"
+      else
+        row "failing tests, compute-sanitizer" "skipped: time budget spent"
+      fi
+    else
+      row "failing tests, compute-sanitizer" "skipped: compute-sanitizer not installed"
+    fi
+  fi
+
+  # 4. The table, last.
+  echo
+  echo "gpu check: $(head -n 1 "$b/MANIFEST") | total $(elapsed)s of ${budget_s}s"
+  python3 - "$rows" <<'EOF'
 import json, sys
 
-rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1]) if line.strip()]
-head = ["case", "device", "batch", "KV", "prefill tok/s", "decode tok/s", "total tok/s",
-        "peak device GiB", "projected", "tokens_sha256", "status"]
+head = ["part", "status", "batch", "KV", "prefill tok/s", "decode tok/s", "total tok/s",
+        "tier peak GiB", "cuda used GiB", "projected"]
 table = []
-for r in rows:
-    name, status = r[0], r[2]
-    if status != "ok":
-        table.append([name] + ["-"] * 9 + [status])
+for line in open(sys.argv[1]):
+    part, status, result = (line.rstrip("\n").split("\t") + ["", ""])[:3]
+    if not result:
+        table.append([part, status] + ["-"] * (len(head) - 2))
         continue
-    j = json.load(open(r[3]))
+    j = json.load(open(result))
     kv = j.get("kv", {})
     kv_s = kv.get("policy", "?") + (f" B={kv['budget']}" if kv.get("policy") != "full" else "")
+    mem = j.get("device_memory", {})
+    used = f"{mem['cuda_used_peak_bytes'] / 2**30:.2f}" if mem else "-"
     table.append([
-        name, j.get("compute_device", "?"), str(j.get("batch_size", "?")), kv_s,
+        part, f"ok on {j.get('compute_device', '?')}", str(j.get("batch_size", "?")), kv_s,
         f"{j['prefill']['throughput_tok_s']:.2f}", f"{j['decode']['throughput_tok_s']:.2f}",
-        f"{j['total']['throughput_tok_s']:.2f}",
-        f"{j.get('peak_device_bytes', 0) / 2**30:.2f}", str(j.get("projected", "?")),
-        j.get("tokens_sha256", "")[:12], "ok"])
+        f"{j['total']['throughput_tok_s']:.2f}", f"{j.get('peak_device_bytes', 0) / 2**30:.2f}",
+        used, str(j.get("projected", "?"))])
 widths = [max(len(x) for x in col) for col in zip(head, *table)]
 fmt = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
 print(fmt(head))
@@ -185,3 +367,10 @@ print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for t in table:
     print(fmt(t))
 EOF
+}
+
+case "$mode" in
+  --bundle) make_bundle ;;
+  --from-bundle) run_check ;;
+  *) usage ;;
+esac

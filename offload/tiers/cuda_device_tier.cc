@@ -6,7 +6,9 @@
 
 #include "offload/transfer/transfer_engine.h"
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/device_guard.h"
+#include "runtime/cuda/scratch.h"
 #include "runtime/cuda/streams.h"
 
 namespace h2oflex {
@@ -50,6 +52,10 @@ CudaDeviceTier::CudaDeviceTier(uint64_t budget, int device)
                       " CUDA device(s)");
 }
 
+void CudaDeviceTier::keep_pool_bytes(uint64_t bytes) {
+  cuda::set_pool_keep_bytes(device_, bytes);
+}
+
 void* CudaDeviceTier::raw_allocate(size_t bytes) {
   const cuda::DeviceGuard guard(device_);
   void* ptr = nullptr;
@@ -74,6 +80,22 @@ void CudaDeviceTier::copy_to_host(void* host_dst, const void* src, size_t bytes)
   const cuda::DeviceGuard guard(device_);
   cudaStream_t stream = copy_stream(device_);
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void CudaDeviceTier::gather_to_host(void* host_dst, const void* src, const ByteRanges& ranges) {
+  const uint64_t packed = total_length(ranges);
+  if (packed == 0) return;
+  const cuda::DeviceGuard guard(device_);
+  cudaStream_t stream = copy_stream(device_);
+  if (ranges.size() == 1) {
+    copy_to_host(host_dst, static_cast<const char*>(src) + ranges[0].first, packed);
+    return;
+  }
+  const cuda::StreamScope scope(stream);
+  const cuda::DeviceScratch staging(packed, stream);
+  cuda::gather_ranges(src, ranges, staging.get());
+  CUDA_CHECK(cudaMemcpyAsync(host_dst, staging.get(), packed, cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

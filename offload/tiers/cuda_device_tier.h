@@ -20,10 +20,16 @@ class CudaDeviceTier final : public DeviceMemoryTier {
   bool is_host_addressable() const override { return false; }
   // The device the memory is on: tensors viewing it carry this Device.
   Device device() const { return Device::cuda(device_); }
+  // Freed op temporaries the device's stream-ordered pool keeps (the memory plan's pool bound);
+  // the pool returns the rest to the driver at synchronizations.
+  void keep_pool_bytes(uint64_t bytes);
   // Synchronous for the calling thread. A transfer queue's worker copies on that queue's named
   // stream, so the queues' copies run concurrently with each other and with compute.
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  // The pieces are gathered on the device (into a stream-ordered temporary of their packed
+  // size), then cross in one copy.
+  void gather_to_host(void* host_dst, const void* src, const ByteRanges& ranges) override;
 
  private:
   void* raw_allocate(size_t bytes) override;

@@ -21,6 +21,14 @@ void MemoryTier::copy_to_host(void* host_dst, const void* src, size_t bytes) {
   std::memcpy(host_dst, src, bytes);
 }
 
+void MemoryTier::gather_to_host(void* host_dst, const void* src, const ByteRanges& ranges) {
+  char* out = static_cast<char*>(host_dst);
+  for (const auto& [off, len] : ranges) {
+    copy_to_host(out, static_cast<const char*>(src) + off, len);
+    out += len;
+  }
+}
+
 void* DeviceMemoryTier::allocate(size_t bytes, std::string_view what) {
   const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
   charge(rounded, what);

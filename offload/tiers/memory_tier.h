@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "offload/tiers/tier.h"
+#include "runtime/core/byte_ranges.h"
 
 namespace h2oflex {
 
@@ -28,6 +29,10 @@ class MemoryTier : public Tier {
   // Copies between host memory and this tier's memory. memcpy for host-addressable tiers.
   virtual void copy_from_host(void* dst, const void* host_src, size_t bytes);
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes);
+  // Copies the pieces `ranges` of `src` (this tier's memory), packed one after another, to
+  // `host_dst`. By default one copy_to_host per piece; a GPU tier gathers them on the device
+  // first, so the pieces cost one copy over the bus.
+  virtual void gather_to_host(void* host_dst, const void* src, const ByteRanges& ranges);
 };
 
 // The compute device's memory, allocated piece by piece from a raw allocator (aligned_alloc,
@@ -78,7 +83,9 @@ class PinListener {
  public:
   virtual ~PinListener() = default;
   virtual void register_pinned(void* ptr, size_t bytes) = 0;
-  virtual void unregister_pinned(void* ptr, size_t bytes) = 0;
+  // Never throws: buffers are unpinned as they are freed, during teardown after an error too,
+  // when a throwing destructor would end the process and hide the error being reported.
+  virtual void unregister_pinned(void* ptr, size_t bytes) noexcept = 0;
 };
 
 // Host RAM: anonymous mmap memory (page aligned, so O_DIRECT can read into it).

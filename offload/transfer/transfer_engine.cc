@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "offload/transfer/range_io.h"
+#include "runtime/core/gpu_memory_reserve.h"
 #include "runtime/core/timer.h"
 
 namespace h2oflex {
@@ -130,14 +131,16 @@ void TransferEngine::pin_bounce_buffers(PinListener& listener) {
 }
 
 TransferHandle TransferEngine::copy(QueueId queue, const Location& src, const Location& dst,
-                                    uint64_t bytes, TransferTag tag, std::function<void()> then) {
+                                    uint64_t bytes, TransferTag tag, std::function<void()> then,
+                                    std::vector<TransferHandle> after) {
   TransferHandle handle;
   handle.state_ = std::make_shared<TransferHandle::State>();
   Queue& q = *queues_[static_cast<size_t>(queue)];
   {
     std::lock_guard lock(q.mutex);
     H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
-    q.tasks.push_back(Task{src, dst, bytes, std::move(tag), std::move(then), handle.state_, {}});
+    q.tasks.push_back(Task{
+        src, dst, bytes, std::move(tag), std::move(then), handle.state_, {}, std::move(after)});
     ++q.submitted;
   }
   q.cv.notify_one();
@@ -154,7 +157,8 @@ TransferHandle TransferEngine::copy_ranges(QueueId queue, const Location& src, c
   {
     std::lock_guard lock(q.mutex);
     H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
-    q.tasks.push_back(Task{src, dst, bytes, std::move(tag), {}, handle.state_, std::move(ranges)});
+    q.tasks.push_back(
+        Task{src, dst, bytes, std::move(tag), {}, handle.state_, std::move(ranges), {}});
     ++q.submitted;
   }
   q.cv.notify_one();
@@ -171,29 +175,34 @@ void TransferEngine::execute_ranges(Lane lane, const Location& src, const Locati
   }
   if (!src.is_disk() && ranges.size() > 1) {
     // Memory only copies can reach (a GPU's): each copy out waits for its stream, which costs
-    // far more than the few hundred bytes of a KV record. Bring neighbouring ranges over
-    // together — one copy per span that fits the staging half of the bounce buffer, gaps
-    // included — and store them from there.
+    // far more than the few hundred bytes of a KV record, and copying spans with their gaps
+    // moves whole caches to store a few records. The memory gathers the pieces into one packed
+    // buffer per copy (as many as fit the staging half of the bounce buffer and the device's
+    // gather buffer), and they are stored from there.
     const size_t half = bounce.size() / 2;
+    const size_t pack = std::min<size_t>(half, gpu_reserve::kStoreGatherBytes);
     const Bounce edges{bounce.data() + half, half};
     size_t i = 0;
     while (i < ranges.size()) {
-      const uint64_t base = ranges[i].first;
-      if (ranges[i].second > half) {
-        execute(lane, src.advanced(base), dst.advanced(base), ranges[i].second);
+      if (ranges[i].second > pack) {
+        execute(lane, src.advanced(ranges[i].first), dst.advanced(ranges[i].first),
+                ranges[i].second);
         ++i;
         continue;
       }
-      size_t j = i + 1;
-      while (j < ranges.size() && ranges[j].first >= ranges[j - 1].first + ranges[j - 1].second &&
-             ranges[j].first + ranges[j].second - base <= half) {
-        ++j;
+      size_t j = i;
+      uint64_t packed = 0;
+      while (j < ranges.size() && packed + ranges[j].second <= pack) packed += ranges[j++].second;
+      const Ranges part(ranges.begin() + static_cast<std::ptrdiff_t>(i),
+                        ranges.begin() + static_cast<std::ptrdiff_t>(j));
+      src.memory->gather_to_host(bounce.data(), src.ptr, part);
+      std::vector<Piece> pieces;
+      uint64_t at = 0;
+      for (const auto& [off, len] : part) {
+        pieces.push_back(Piece{bounce.data() + at, off, len});
+        at += len;
       }
-      const uint64_t span = ranges[j - 1].first + ranges[j - 1].second - base;
-      src.memory->copy_to_host(bounce.data(), static_cast<const char*>(src.ptr) + base, span);
-      Ranges part;
-      for (size_t k = i; k < j; ++k) part.emplace_back(ranges[k].first - base, ranges[k].second);
-      store_ranges(lane, bounce.data(), dst.advanced(base), part, edges);
+      store_pieces(lane, pieces, dst, edges);
       i = j;
     }
     return;
@@ -203,30 +212,37 @@ void TransferEngine::execute_ranges(Lane lane, const Location& src, const Locati
 
 void TransferEngine::store_ranges(Lane lane, const char* src, const Location& dst,
                                   const Ranges& ranges, Bounce edges) {
+  std::vector<Piece> pieces;
+  pieces.reserve(ranges.size());
+  for (const auto& [off, len] : ranges) pieces.push_back(Piece{src + off, off, len});
+  store_pieces(lane, pieces, dst, edges);
+}
+
+void TransferEngine::store_pieces(Lane lane, const std::vector<Piece>& pieces, const Location& dst,
+                                  Bounce edges) {
   if (dst.is_disk() && dst.file->is_direct()) {
     // Aligned direct writes go to io_uring together (up to the queue depth in flight).
     const size_t oa = dst.file->offset_align(), ma = dst.file->mem_align();
     std::vector<IoSegment> segments;
     bool aligned = true;
-    for (const auto& [off, len] : ranges) {
-      const char* buf = src + off;
-      const uint64_t at = dst.offset + off;
-      aligned =
-          aligned && at % oa == 0 && len % oa == 0 && reinterpret_cast<uintptr_t>(buf) % ma == 0;
-      segments.push_back(IoSegment{at, const_cast<char*>(buf), static_cast<size_t>(len)});
+    for (const Piece& p : pieces) {
+      const uint64_t at = dst.offset + p.at;
+      aligned = aligned && at % oa == 0 && p.length % oa == 0 &&
+                reinterpret_cast<uintptr_t>(p.from) % ma == 0;
+      segments.push_back(IoSegment{at, const_cast<char*>(p.from), static_cast<size_t>(p.length)});
     }
     if (aligned) {
       lane.io->write_scattered(*dst.file, segments);
       return;
     }
   }
-  for (const auto& [off, len] : ranges) {
+  for (const Piece& p : pieces) {
     if (dst.is_disk()) {
-      write_range(*lane.io, *dst.file, dst.offset + off, src + off, len, edges);
+      write_range(*lane.io, *dst.file, dst.offset + p.at, p.from, p.length, edges);
     } else if (dst.host_addressable()) {
-      std::memcpy(static_cast<char*>(dst.ptr) + off, src + off, len);
+      std::memcpy(static_cast<char*>(dst.ptr) + p.at, p.from, p.length);
     } else {
-      dst.memory->copy_from_host(static_cast<char*>(dst.ptr) + off, src + off, len);
+      dst.memory->copy_from_host(static_cast<char*>(dst.ptr) + p.at, p.from, p.length);
     }
   }
 }
@@ -248,18 +264,25 @@ void TransferEngine::worker_loop(Queue& q) {
       task = std::move(q.tasks.front());
       q.tasks.pop_front();
     }
-    const Stopwatch watch;
     std::exception_ptr error;
-    try {
-      if (task.ranges.empty()) {
-        execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
-      } else {
-        execute_ranges(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.ranges);
-      }
-      count(task.tag, task.src.kind, task.dst.kind, task.bytes);
-      if (task.then) task.then();
+    try {  // waiting for prerequisites is not busy time
+      for (const TransferHandle& h : task.after) h.wait();
     } catch (...) {
       error = std::current_exception();
+    }
+    const Stopwatch watch;
+    if (!error) {  // a failed prerequisite's error is this copy's, and the copy does not run
+      try {
+        if (task.ranges.empty()) {
+          execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
+        } else {
+          execute_ranges(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.ranges);
+        }
+        count(task.tag, task.src.kind, task.dst.kind, task.bytes);
+        if (task.then) task.then();
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
     const double elapsed = watch.elapsed();
     {
@@ -381,9 +404,14 @@ void TransferEngine::register_pinned(void* ptr, size_t bytes) {
   for (auto& q : queues_) q->io->register_buffer(ptr, bytes);
 }
 
-void TransferEngine::unregister_pinned(void* ptr, size_t) {
-  sync_io_->unregister_buffer(ptr);
-  for (auto& q : queues_) q->io->unregister_buffer(ptr);
+void TransferEngine::unregister_pinned(void* ptr, size_t) noexcept {
+  // Dropping a fixed-buffer registration only fails with the ring already unusable; the buffer
+  // is being freed either way.
+  try {
+    sync_io_->unregister_buffer(ptr);
+    for (auto& q : queues_) q->io->unregister_buffer(ptr);
+  } catch (...) {
+  }
 }
 
 void TransferEngine::set_fault_hook(std::shared_ptr<IoFaultHook> hook) {

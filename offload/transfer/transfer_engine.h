@@ -90,13 +90,19 @@ class TransferEngine : private PinListener {
   TransferEngine& operator=(const TransferEngine&) = delete;
 
   // Queues a copy of `bytes` from `src` to `dst`. `then` (optional) runs on the queue's worker
-  // after the copy succeeded; an exception from it becomes the copy's error.
+  // after the copy succeeded; an exception from it becomes the copy's error. The copy starts only
+  // once every handle in `after` is done (copies on other queues, such as the store that must
+  // leave a buffer before a load refills it), without blocking the caller; an error of one of
+  // them becomes this copy's error.
   TransferHandle copy(QueueId queue, const Location& src, const Location& dst, uint64_t bytes,
-                      TransferTag tag, std::function<void()> then = {});
+                      TransferTag tag, std::function<void()> then = {},
+                      std::vector<TransferHandle> after = {});
   // Copies many pieces, (offset, length) relative to src and dst, as one task: a scattered
-  // write-back such as the KV slots one decode step changed. Aligned direct disk writes are
-  // submitted together (up to the queue depth in flight); anything else runs piece by piece.
-  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+  // write-back such as the KV slots one decode step changed. Pieces in memory only copies can
+  // reach (a GPU's) are gathered there into one packed buffer per copy out
+  // (MemoryTier::gather_to_host); aligned direct disk writes are submitted together (up to the
+  // queue depth in flight); anything else runs piece by piece.
+  using Ranges = ByteRanges;
   TransferHandle copy_ranges(QueueId queue, const Location& src, const Location& dst, Ranges ranges,
                              TransferTag tag);
   void wait(const TransferHandle& handle) const { handle.wait(); }
@@ -131,6 +137,12 @@ class TransferEngine : private PinListener {
     std::function<void()> then;
     std::shared_ptr<TransferHandle::State> state;
     Ranges ranges;  // non-empty: a scattered copy; `bytes` is their sum
+    std::vector<TransferHandle> after;
+  };
+  // One piece of a scattered store: `length` bytes from `from` to offset `at` of the destination.
+  struct Piece {
+    const char* from;
+    uint64_t at, length;
   };
   struct Queue {
     std::unique_ptr<IoEngine> io;
@@ -156,9 +168,10 @@ class TransferEngine : private PinListener {
   // serves unaligned disk edges.
   void store_ranges(Lane lane, const char* src, const Location& dst, const Ranges& ranges,
                     Bounce edges);
+  void store_pieces(Lane lane, const std::vector<Piece>& pieces, const Location& dst, Bounce edges);
   void count(const TransferTag& tag, TierKind src, TierKind dst, uint64_t bytes);
   void register_pinned(void* ptr, size_t bytes) override;
-  void unregister_pinned(void* ptr, size_t bytes) override;
+  void unregister_pinned(void* ptr, size_t bytes) noexcept override;
 
   TransferEngineOptions options_;
   std::array<std::unique_ptr<Queue>, kQueueCount> queues_;

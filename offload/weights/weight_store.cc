@@ -1,7 +1,10 @@
 #include "offload/weights/weight_store.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <memory>
+#include <optional>
 
 #include "runtime/core/error.h"
 
@@ -60,17 +63,27 @@ void WeightStore::check_homes() const {
 }
 
 WeightStore::~WeightStore() {
-  release();
+  try {
+    release();
+  } catch (...) {  // after a device error the frees fail too; that error was reported already
+  }
   if (tiers_.disk != nullptr) tiers_.disk->discharge(disk_charged_);
 }
 
 void WeightStore::release() {
+  // Every tensor is released even when one free fails; the first failure is rethrown after.
+  std::exception_ptr first;
   for (size_t i = 0; i < resident_.size(); ++i) {
     if (resident_[i] == nullptr) continue;
     MemoryTier* tier = homes_[i] == TierKind::Device ? tiers_.device : tiers_.host;
-    tier->free(resident_[i]);
+    try {
+      tier->free(resident_[i]);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
     resident_[i] = nullptr;
   }
+  if (first) std::rethrow_exception(first);
 }
 
 uint64_t WeightStore::bytes_on(TierKind tier) const {
@@ -105,7 +118,10 @@ void WeightStore::put_home(size_t i, MemoryTier& tier, std::vector<TransferHandl
     pending.push_back(copy_checked(src, i, dst, "load", QueueId::WeightLoad));
   } else if (tier.is_host_addressable()) {
     source_.fill(i, resident_[i]);
-  } else {  // the fill function writes host memory; device memory is filled by a copy
+  } else if (upload_staging_ != nullptr) {  // the fill writes host memory: pinned, then a copy
+    source_.fill(i, upload_staging_);
+    tier.copy_from_host(resident_[i], upload_staging_, s.bytes);
+  } else {
     std::unique_ptr<std::byte[]> host(new std::byte[s.bytes]);
     source_.fill(i, host.get());
     tier.copy_from_host(resident_[i], host.get(), s.bytes);
@@ -114,7 +130,31 @@ void WeightStore::put_home(size_t i, MemoryTier& tier, std::vector<TransferHandl
 
 void WeightStore::materialize() {
   std::vector<TransferHandle> pending;
+  uint64_t staging = 0;  // the largest device home filled on the host
+  if (options_.pin_upload && source_.layout == nullptr && tiers_.host != nullptr &&
+      !tiers_.device->is_host_addressable()) {
+    for (size_t i = 0; i < homes_.size(); ++i) {
+      if (homes_[i] == TierKind::Device && resident_[i] == nullptr) {
+        staging = std::max(staging, specs_[i].bytes);
+      }
+    }
+  }
+  struct StagingRelease {  // the staging buffer goes when materialize ends, however it ends
+    WeightStore& store;
+    ~StagingRelease() {
+      try {
+        store.tiers_.host->free(store.upload_staging_);
+      } catch (...) {
+      }
+      store.upload_staging_ = nullptr;
+    }
+  };
+  std::optional<StagingRelease> release_staging;
   try {
+    if (staging > 0) {
+      upload_staging_ = tiers_.host->allocate_pinned(staging, "weight upload staging");
+      release_staging.emplace(StagingRelease{*this});
+    }
     for (size_t i = 0; i < homes_.size(); ++i) {
       if (homes_[i] == TierKind::Disk || resident_[i] != nullptr) continue;
       MemoryTier* tier = homes_[i] == TierKind::Device ? tiers_.device : tiers_.host;

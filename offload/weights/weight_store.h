@@ -36,6 +36,10 @@ struct WeightSource {
 struct WeightStoreSettings {
   bool verify_checksums = true;
   bool pin_host = false;  // host homes are pinned (DMA-able for the GPU and io_uring)
+  // Device homes filled on the host (no layout) go up through one pinned staging buffer of the
+  // largest such tensor's size, held while materialize runs: a GPU copies pageable memory
+  // synchronously and through a bounce of its own.
+  bool pin_upload = false;
 };
 
 class WeightStore {
@@ -89,8 +93,9 @@ class WeightStore {
   WeightStoreTiers tiers_;
   std::vector<TierKind> homes_;
   WeightStoreSettings options_;
-  std::vector<void*> resident_;  // per tensor, memory in its home tier (or null)
-  std::vector<bool> verified_;   // per tensor: checksum checked on a first arrival
+  std::vector<void*> resident_;     // per tensor, memory in its home tier (or null)
+  void* upload_staging_ = nullptr;  // pinned host memory while materialize runs (pin_upload)
+  std::vector<bool> verified_;      // per tensor: checksum checked on a first arrival
   uint64_t disk_charged_ = 0;
 };
 

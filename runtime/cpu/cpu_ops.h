@@ -2,6 +2,7 @@
 // Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher.
 #pragma once
 
+#include "runtime/core/byte_ranges.h"
 #include "runtime/core/op_types.h"
 
 namespace h2oflex::cpu {
@@ -52,6 +53,10 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
 void copy(const Tensor& src, Tensor& dst);
+
+// The pieces `ranges` of `src` packed one after another into `dst` (the CUDA twin gathers device
+// memory before one copy to the host).
+void gather_ranges(const void* src, const ByteRanges& ranges, void* dst);
 
 void fill(Tensor& t, float value);
 

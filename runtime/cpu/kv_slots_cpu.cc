@@ -34,6 +34,14 @@ void copy(const Tensor& src, Tensor& dst) {
   if (src.nbytes() > 0 && src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.nbytes());
 }
 
+void gather_ranges(const void* src, const ByteRanges& ranges, void* dst) {
+  char* out = static_cast<char*>(dst);
+  for (const auto& [off, len] : ranges) {
+    std::memcpy(out, static_cast<const char*>(src) + off, len);
+    out += len;
+  }
+}
+
 void fill(Tensor& t, float value) {
   if (t.dtype() == DType::I32) {
     std::fill_n(t.data<int32_t>(), t.numel(), static_cast<int32_t>(value));

@@ -104,7 +104,7 @@ void sum_head_groups(const float* per_head, int64_t groups, int group, int64_t c
   constexpr int kSumThreads = 256;
   sum_head_groups_kernel<<<grid_for(groups * cols, kSumThreads), kSumThreads, 0, stream>>>(
       per_head, groups, group, cols, out);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("sum_head_groups_kernel");
 }
 
 }  // namespace
@@ -139,7 +139,7 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
         slot_pos.data<const int32_t>(), k_new.data<const float>(), v_new.data<const float>(),
         static_cast<int>(h), static_cast<int>(kvh), static_cast<int>(cap), static_cast<int>(d),
         scale, out.data<float>(), probs_out, self_out);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("decode_kernel");
   });
   if (!grouped) return;
   const int g = static_cast<int>(group);

@@ -2,11 +2,14 @@
 // when several query heads share a KV head (query head hi reads KV head hi / group).
 //
 // Kernel 1 gives one block to each (sequence, query head, query row): the row's scores live in
-// shared memory, softmax is fp32, and the row's max and normalizer are kept when column sums are
-// wanted. Kernel 2 gives one block to each (sequence, KV head, key column) and recomputes the
-// column's probabilities for every query head of the group from those row statistics, adding them
-// in a fixed order (head by head, rows in a fixed warp order): the column sums come out
-// deterministic (no atomics), so H2O keeps the same tokens on every run.
+// shared memory, softmax is fp32, and the row's max and inverse normalizer are kept when column
+// sums are wanted. Kernel 2 gives one block to each (sequence, KV head, key column) and recomputes
+// the column's probabilities for every query head of the group from those row statistics, adding
+// them in a fixed order (head by head, rows in a fixed warp order): the column sums come out
+// deterministic (no atomics), so H2O keeps the same tokens on every run. Both kernels round every
+// step of a probability the same way (__fmul_rn keeps the compiler from fusing the scale or the
+// normalization into a neighbouring add), so each probability kernel 2 adds is bit for bit the
+// one kernel 1 weighted the values with.
 //
 // Layout: q/out [b, s, h, d], element (bi, t, hi, :) at ((bi * s + t) * h + hi) * d; k/v
 // [b, s, kvh, d], element (bi, t, gi, :) at ((bi * s + t) * kvh + gi) * d.
@@ -40,7 +43,7 @@ __device__ __forceinline__ int64_t kv_offset(int64_t bi, int64_t t, int64_t gi,
 // grid (s, h, sequences in this chunk); dynamic shared memory: d + s floats.
 __global__ void prefill_rows_kernel(const float* q, const float* k, const float* v, float* out,
                                     PrefillShape sh, SeqInts pad, int64_t first_seq, float* row_max,
-                                    float* row_sum) {
+                                    float* row_inv) {
   extern __shared__ float smem[];
   __shared__ float scratch[kWarpSize];
   const int i = blockIdx.x;
@@ -57,7 +60,7 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
     for (int t = threadIdx.x; t < sh.d; t += blockDim.x) oi[t] = 0.0f;
     if (row_max != nullptr && threadIdx.x == 0) {
       row_max[stat] = 0.0f;
-      row_sum[stat] = 1.0f;
+      row_inv[stat] = 1.0f;
     }
     return;
   }
@@ -73,7 +76,7 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
   const float* k0 = k + kv_offset(bi, p0, gi, sh);
   for (int j = warp; j < n_keys; j += kWarps) {
     const float dot = warp_dot(qs, k0 + j * kv_stride, sh.d);
-    if (lane == 0) sc[j] = dot * sh.scale;
+    if (lane == 0) sc[j] = __fmul_rn(dot, sh.scale);
   }
   __syncthreads();
 
@@ -92,12 +95,12 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
   const float* v0 = v + kv_offset(bi, p0, gi, sh);
   for (int t = threadIdx.x; t < sh.d; t += blockDim.x) {
     float acc = 0.0f;
-    for (int j = 0; j < n_keys; ++j) acc = fmaf(sc[j] * inv, v0[j * kv_stride + t], acc);
+    for (int j = 0; j < n_keys; ++j) acc = fmaf(__fmul_rn(sc[j], inv), v0[j * kv_stride + t], acc);
     oi[t] = acc;
   }
   if (row_max != nullptr && threadIdx.x == 0) {
     row_max[stat] = mx;
-    row_sum[stat] = sum;
+    row_inv[stat] = inv;
   }
 }
 
@@ -105,7 +108,7 @@ __global__ void prefill_rows_kernel(const float* q, const float* k, const float*
 // colsum[bi, gi, j] = Σ over the group's query heads and real query rows i >= j of P[i, j]; 0 for
 // padding keys.
 __global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillShape sh, SeqInts pad,
-                                      int64_t first_seq, const float* row_max, const float* row_sum,
+                                      int64_t first_seq, const float* row_max, const float* row_inv,
                                       float* colsum) {
   extern __shared__ float ks[];
   __shared__ float partial[kWarps];
@@ -130,9 +133,11 @@ __global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillSha
     const float* q0 = q + q_offset(bi, 0, hi, sh);
     const int64_t stat0 = (bi * sh.h + hi) * sh.s;
     for (int i = j + warp; i < sh.s; i += kWarps) {
-      // Same operand order as kernel 1 (query first), so the score is bit-identical.
+      // Same operand order and rounding as kernel 1 (query first), so the score, and with it
+      // the probability, is bit-identical.
       const float dot = warp_dot(q0 + i * q_stride, ks, sh.d);
-      acc += expf(dot * sh.scale - row_max[stat0 + i]) / row_sum[stat0 + i];
+      const float e = expf(__fmul_rn(dot, sh.scale) - row_max[stat0 + i]);
+      acc += __fmul_rn(e, row_inv[stat0 + i]);
     }
   }
   if (lane == 0) partial[warp] = acc;
@@ -163,12 +168,12 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
 
   DeviceScratch stats;
   float* row_max = nullptr;
-  float* row_sum = nullptr;
+  float* row_inv = nullptr;
   if (colsum != nullptr) {
     const int64_t n = b * h * s;
     stats = DeviceScratch(static_cast<size_t>(2 * n) * sizeof(float), stream);
     row_max = stats.as<float>();
-    row_sum = row_max + n;
+    row_inv = row_max + n;
   }
 
   const size_t rows_smem = static_cast<size_t>(d + s) * sizeof(float);
@@ -181,15 +186,15 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                     static_cast<unsigned>(count));
     prefill_rows_kernel<<<grid, kThreads, rows_smem, stream>>>(
         q.data<const float>(), k.data<const float>(), v.data<const float>(), out.data<float>(), sh,
-        chunk, first, row_max, row_sum);
-    CUDA_CHECK_LAUNCH();
+        chunk, first, row_max, row_inv);
+    CUDA_CHECK_LAUNCH("prefill_rows_kernel");
     if (colsum != nullptr) {
       const dim3 col_grid(static_cast<unsigned>(s), static_cast<unsigned>(kvh),
                           static_cast<unsigned>(count));
       prefill_colsum_kernel<<<col_grid, kThreads, col_smem, stream>>>(
-          q.data<const float>(), k.data<const float>(), sh, chunk, first, row_max, row_sum,
+          q.data<const float>(), k.data<const float>(), sh, chunk, first, row_max, row_inv,
           colsum->data<float>());
-      CUDA_CHECK_LAUNCH();
+      CUDA_CHECK_LAUNCH("prefill_colsum_kernel");
     }
   });
 }

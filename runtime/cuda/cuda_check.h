@@ -31,6 +31,12 @@ namespace detail {
                                             cublasGetStatusString(status), ")"));
 }
 
+// True when H2OFLEX_CUDA_SYNC is set to a value other than "0" or "" (read once).
+bool synchronous_launches();
+
+// CUDA_CHECK_LAUNCH's body: throws CudaError naming the kernel, file:line and the error.
+void check_launch(const char* kernel, const char* file, int line);
+
 }  // namespace detail
 }  // namespace h2oflex::cuda
 
@@ -51,5 +57,8 @@ namespace detail {
     }                                                                                      \
   } while (0)
 
-// After a kernel launch: reports launch-configuration errors at the launch site.
-#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+// After a kernel launch (or a library call that launches kernels): reports a launch error at
+// the launch site, naming `kernel`. With H2OFLEX_CUDA_SYNC=1 in the environment every launch is
+// also waited for, so an error the kernel itself raises (an illegal address, say) is reported
+// here with the kernel's name instead of at some later, unrelated call.
+#define CUDA_CHECK_LAUNCH(kernel) ::h2oflex::cuda::detail::check_launch(kernel, __FILE__, __LINE__)

@@ -3,6 +3,7 @@
 // also made the tensors' device current: the kernels run on that device's current stream.
 #pragma once
 
+#include "runtime/core/byte_ranges.h"
 #include "runtime/core/op_types.h"
 
 namespace h2oflex::cuda {
@@ -12,6 +13,13 @@ using ops::SampleParams;
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
+
+namespace detail {
+// linear with converted operands taken in pieces of at most `piece_bytes` (linear passes
+// gpu_reserve::kGemmOperandChunkBytes; tests pass small ones to cover the piece boundaries).
+void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
+                      ComputeType ct, bool relu, uint64_t piece_bytes);
+}  // namespace detail
 
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
 
@@ -58,6 +66,10 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
 void copy(const Tensor& src, Tensor& dst);
 
 void fill(Tensor& t, float value);
+
+// The pieces `ranges` of device memory `src` packed one after another into device memory `dst`,
+// on the current stream (the piece table is uploaded first; the call does not wait).
+void gather_ranges(const void* src, const ByteRanges& ranges, void* dst);
 
 // Waits for the current device's current stream.
 void synchronize();

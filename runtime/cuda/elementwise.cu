@@ -154,13 +154,13 @@ void launch_bias_relu(float* x, const Tensor* bias, int64_t rows, int64_t cols, 
   const unsigned grid = grid_for(n, kThreads);
   if (bias == nullptr) {
     bias_relu_kernel<float><<<grid, kThreads, 0, stream>>>(x, nullptr, rows, cols, relu);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("bias_relu_kernel");
     return;
   }
   dispatch_float(bias->dtype(), "bias", [&](auto tag) {
     using B = decltype(tag);
     bias_relu_kernel<B><<<grid, kThreads, 0, stream>>>(x, bias->data<const B>(), rows, cols, relu);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("bias_relu_kernel");
   });
 }
 
@@ -179,7 +179,7 @@ void launch_convert(const void* src, DType src_dtype, void* dst, DType dst_dtype
       using D = decltype(dst_tag);
       convert_kernel<S, D>
           <<<grid, kThreads, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst), n);
-      CUDA_CHECK_LAUNCH();
+      CUDA_CHECK_LAUNCH("convert_kernel");
     });
   });
 }
@@ -197,7 +197,7 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
     layer_norm_kernel<W><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         x.data<const float>(), gamma.data<const W>(), beta.data<const W>(), eps, out.data<float>(),
         dim);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("layer_norm_kernel");
   });
 }
 
@@ -208,7 +208,7 @@ void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out) {
   check_grid_rows(rows, "rms_norm");
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, current_stream()>>>(
       x.data<const float>(), gamma.data<const float>(), eps, out.data<float>(), dim);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("rms_norm_kernel");
 }
 
 void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -216,14 +216,14 @@ void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   if (n == 0) return;
   silu_mul_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
       gate.data<const float>(), up.data<const float>(), out.data<float>(), n);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("silu_mul_kernel");
 }
 
 void gelu(Tensor& x) {
   const int64_t n = x.numel();
   if (n == 0) return;
   gelu_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(x.data<float>(), n);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("gelu_kernel");
 }
 
 void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v) {
@@ -232,7 +232,7 @@ void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Ten
   if (n == 0) return;
   split_qkv_kernel<<<grid_for(n, kThreads), kThreads, 0, current_stream()>>>(
       qkv.data<const float>(), rows, heads, d, q.data<float>(), k.data<float>(), v.data<float>());
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("split_qkv_kernel");
 }
 
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {
@@ -248,7 +248,7 @@ void add_inplace(Tensor& x, const Tensor& y) {
     using Y = decltype(tag);
     add_kernel<Y>
         <<<grid_for(n, kThreads), kThreads, 0, stream>>>(x.data<float>(), y.data<const Y>(), n);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("split_qkv_kernel");
   });
 }
 
@@ -262,7 +262,7 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
     using T = decltype(tag);
     embed_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         ids.data<const int32_t>(), table.data<const T>(), vocab, dim, out.data<float>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("embed_kernel");
   });
 }
 
@@ -277,7 +277,7 @@ void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int 
     add_positions_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         x.data<float>(), positions.data<const int32_t>(), table.data<const T>(), table_rows, dim,
         offset);
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("add_positions_kernel");
   });
 }
 

@@ -166,7 +166,7 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
     select_heavy_recent_kernel<<<grid, kSelectThreads, smem, stream>>>(
         colsum.data<const float>(), static_cast<int>(s), static_cast<int>(h), chunk, first, heavy,
         recent, sorted, keep.data<int32_t>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("select_heavy_recent_kernel");
   });
 }
 
@@ -182,7 +182,7 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
     evict_lowest_score_kernel<<<grid, kEvictThreads, 0, stream>>>(
         scores.data<const float>(), slot_pos.data<const int32_t>(), static_cast<int>(cap),
         static_cast<int>(h), chunk, first, victim.data<int32_t>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("evict_lowest_score_kernel");
   });
 }
 

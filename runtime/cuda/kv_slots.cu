@@ -143,7 +143,7 @@ void fill(Tensor& t, float value) {
   } else {
     fill_kernel<float><<<grid_for(n, 256), 256, 0, stream>>>(t.data<float>(), n, value);
   }
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("fill_kernel");
 }
 
 void synchronize() {
@@ -166,7 +166,7 @@ void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
         keep_score ? keep_score->data<const float>() : nullptr, compact, k.dim(1), k.dim(2),
         k.dim(3), n_keep, k_slots.dim(2), k_slots.data<T>(), v_slots.data<T>(),
         slot_pos.data<int32_t>(), slot_score.data<float>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("scatter_prefill_kernel");
   });
 }
 
@@ -185,7 +185,7 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
         new_score ? new_score->data<const float>() : nullptr, fixed_score, k_slots.dim(2),
         k_slots.dim(3), k_slots.data<T>(), v_slots.data<T>(), slot_pos.data<int32_t>(),
         slot_score.data<float>(), changed.data<int32_t>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("insert_kernel");
   });
 }
 

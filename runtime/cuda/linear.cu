@@ -2,9 +2,12 @@
 //
 // The compute type picks the GEMM operand type: F32 multiplies in fp32 (16-bit weights are
 // widened into a workspace); BF16/F16 narrow x (and w if stored differently) to that type and
-// run the tensor-core path with fp32 accumulation and an fp32 result.
+// run the tensor-core path with fp32 accumulation and an fp32 result. A converted operand is
+// converted and multiplied in row pieces of bounded size (gpu_memory_reserve.h), so the bf16
+// copy of a prefill's [16384, 28672] input is not one 940 MB temporary.
 #include <climits>
 
+#include "runtime/core/gpu_memory_reserve.h"
 #include "runtime/cuda/cublas_handle.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
@@ -41,10 +44,27 @@ cudaDataType_t cuda_type(DType dtype) {
   throw InternalError("linear: no GEMM operand type for i32");
 }
 
+// outᵀ[n0 .. n0 + nc) x [m0 .. m0 + mc) = w[n0 .., :] · x[m0 .., :]ᵀ in fp32 accumulation.
+// cuBLAS is column-major. Row-major out[m, n] is column-major outᵀ (n × m, ld n), and
+// outᵀ = w · xᵀ where row-major w[n, k] read column-major is wᵀ (k × n, ld k) — hence op(A) = Aᵀ
+// with A = w, and row-major x[m, k] read column-major is xᵀ (k × m, ld k).
+void gemm_block(const void* w_op, const void* x_op, cudaDataType_t t, int64_t nc, int64_t mc,
+                int64_t k, float* out_block, int64_t ld_out, cudaStream_t stream) {
+  const float alpha = 1.0f, beta = 0.0f;
+  CUBLAS_CHECK(cublasGemmEx(cublas_handle(stream), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nc),
+                            static_cast<int>(mc), static_cast<int>(k), &alpha, w_op, t,
+                            static_cast<int>(k), x_op, t, static_cast<int>(k), &beta, out_block,
+                            CUDA_R_32F, static_cast<int>(ld_out), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  CUDA_CHECK_LAUNCH("cublasGemmEx (linear)");
+}
+
 }  // namespace
 
-void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
-            bool relu) {
+namespace detail {
+
+void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
+                      ComputeType ct, bool relu, uint64_t piece_bytes) {
   const int64_t n = w.dim(0);
   const int64_t k = w.dim(1);
   const int64_t m = k == 0 ? out.numel() / std::max<int64_t>(n, 1) : x.numel() / k;
@@ -58,35 +78,49 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
   } else {
     const DType op_dtype = operand_dtype(ct);
     const size_t op_size = dtype_size(op_dtype);
-
-    const void* w_op = w.raw();
-    DeviceScratch w_scratch;
-    if (w.dtype() != op_dtype) {
-      w_scratch = DeviceScratch(static_cast<size_t>(n * k) * op_size, stream);
-      launch_convert(w.raw(), w.dtype(), w_scratch.get(), op_dtype, n * k, stream);
-      w_op = w_scratch.get();
-    }
-    const void* x_op = x.raw();
-    DeviceScratch x_scratch;
-    if (op_dtype != DType::F32) {
-      x_scratch = DeviceScratch(static_cast<size_t>(m * k) * op_size, stream);
-      launch_convert(x.raw(), DType::F32, x_scratch.get(), op_dtype, m * k, stream);
-      x_op = x_scratch.get();
-    }
-
-    // cuBLAS is column-major. Row-major out[m, n] is column-major outᵀ (n × m, ld n), and
-    // outᵀ = w · xᵀ where row-major w[n, k] read column-major is wᵀ (k × n, ld k) — hence
-    // op(A) = Aᵀ with A = w, and row-major x[m, k] read column-major is xᵀ (k × m, ld k).
-    const float alpha = 1.0f, beta = 0.0f;
     const cudaDataType_t t = cuda_type(op_dtype);
-    CUBLAS_CHECK(cublasGemmEx(cublas_handle(stream), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n),
-                              static_cast<int>(m), static_cast<int>(k), &alpha, w_op, t,
-                              static_cast<int>(k), x_op, t, static_cast<int>(k), &beta, out.raw(),
-                              CUDA_R_32F, static_cast<int>(n), CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT));
-    // The scratch buffers are freed in stream order after the GEMM, on scope exit.
+    const bool convert_w = w.dtype() != op_dtype, convert_x = op_dtype != DType::F32;
+    // Rows of a converted operand per piece: the copy never exceeds piece_bytes (one row at
+    // least); an operand used as it is goes whole.
+    const int64_t row_bytes = k * static_cast<int64_t>(op_size);
+    const int64_t piece_rows =
+        std::max<int64_t>(1, static_cast<int64_t>(piece_bytes) / std::max<int64_t>(row_bytes, 1));
+    const int64_t m_piece = convert_x ? std::min(m, piece_rows) : m;
+    const int64_t n_piece = convert_w ? std::min(n, piece_rows) : n;
+    DeviceScratch x_scratch, w_scratch;
+    if (convert_x) x_scratch = DeviceScratch(static_cast<size_t>(m_piece * row_bytes), stream);
+    if (convert_w) w_scratch = DeviceScratch(static_cast<size_t>(n_piece * row_bytes), stream);
+    const char* x_base = static_cast<const char*>(x.raw());
+    const char* w_base = static_cast<const char*>(w.raw());
+    for (int64_t m0 = 0; m0 < m; m0 += m_piece) {
+      const int64_t mc = std::min(m_piece, m - m0);
+      const void* x_op = x_base + m0 * k * static_cast<int64_t>(dtype_size(x.dtype()));
+      if (convert_x) {
+        launch_convert(x_op, DType::F32, x_scratch.get(), op_dtype, mc * k, stream);
+        x_op = x_scratch.get();
+      }
+      // With both operands converted (f16 compute on f32 weights) the weight pieces are
+      // converted again for every input piece: the price of a bounded workspace.
+      for (int64_t n0 = 0; n0 < n; n0 += n_piece) {
+        const int64_t nc = std::min(n_piece, n - n0);
+        const void* w_op = w_base + n0 * k * static_cast<int64_t>(dtype_size(w.dtype()));
+        if (convert_w) {
+          launch_convert(w_op, w.dtype(), w_scratch.get(), op_dtype, nc * k, stream);
+          w_op = w_scratch.get();
+        }
+        gemm_block(w_op, x_op, t, nc, mc, k, out.data<float>() + m0 * n + n0, n, stream);
+      }
+    }
+    // The scratch buffers are freed in stream order after the last GEMM, on scope exit.
   }
   launch_bias_relu(out.data<float>(), bias, m, n, relu, stream);
+}
+
+}  // namespace detail
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu) {
+  detail::linear_in_pieces(x, w, bias, out, ct, relu, gpu_reserve::kGemmOperandChunkBytes);
 }
 
 }  // namespace h2oflex::cuda

@@ -50,7 +50,7 @@ void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t
   rotary_kernel<<<static_cast<unsigned>(rows), kThreads, smem, current_stream()>>>(
       x.data<float>(), positions.data<const int32_t>(), inv_freq.data<const float>(), heads,
       head_dim, half);
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("rotary_kernel");
 }
 
 }  // namespace h2oflex::cuda

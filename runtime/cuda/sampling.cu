@@ -9,6 +9,7 @@
 
 #include <climits>
 
+#include "runtime/core/gpu_memory_reserve.h"
 #include "runtime/core/philox.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
@@ -20,7 +21,8 @@ namespace h2oflex::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kSampleRowChunk = 128;  // rows sorted per pass (bounds the workspace)
+// Rows sorted per pass (bounds the workspace, which the memory plan charges).
+constexpr int64_t kSampleRowChunk = gpu_reserve::kSampleRowChunk;
 
 __global__ void argmax_kernel(const float* logits, int n, int32_t* ids) {
   __shared__ float best_val[kWarpSize];
@@ -183,7 +185,7 @@ void argmax(const Tensor& logits, std::vector<int32_t>& ids) {
   DeviceScratch dev_ids(static_cast<size_t>(rows) * sizeof(int32_t), stream);
   argmax_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
       logits.data<const float>(), static_cast<int>(n), dev_ids.as<int32_t>());
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("argmax_kernel");
   copy_ids_to_host(dev_ids.as<int32_t>(), rows, ids.data(), stream);
 }
 
@@ -216,7 +218,7 @@ void sample(const Tensor& logits, const SampleParams& params, const std::vector<
     softmax_numerators_kernel<<<static_cast<unsigned>(r), kThreads, 0, stream>>>(
         logits.data<const float>() + first * n, static_cast<int>(n), params.temperature,
         prob_in.as<float>(), ids_in.as<int32_t>(), sums.as<double>(), offsets.as<int>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("softmax_numerators_kernel");
 
     size_t temp_bytes = 0;
     CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairsDescending(
@@ -234,7 +236,7 @@ void sample(const Tensor& logits, const SampleParams& params, const std::vector<
         prob_out.as<const float>(), ids_out.as<const int32_t>(), static_cast<int>(n),
         sums.as<const double>(), keys.as<const uint64_t>(), params.seed, step, params.top_p,
         picked.as<int32_t>());
-    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK_LAUNCH("nucleus_pick_kernel");
     copy_ids_to_host(picked.as<int32_t>(), r, ids.data() + first, stream);
   }
 }
@@ -247,7 +249,7 @@ std::vector<uint32_t> philox_words_on_device(uint64_t key, uint64_t counter_hi, 
   DeviceScratch dev(words.size() * sizeof(uint32_t), stream);
   philox_kernel<<<static_cast<unsigned>(ceil_div(count, kThreads)), kThreads, 0, stream>>>(
       key, counter_hi, first_lo, count, dev.as<uint32_t>());
-  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK_LAUNCH("philox_kernel");
   CUDA_CHECK(cudaMemcpyAsync(words.data(), dev.get(), words.size() * sizeof(uint32_t),
                              cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));

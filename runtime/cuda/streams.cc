@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "runtime/core/gpu_memory_reserve.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/device_table.h"
@@ -25,23 +26,32 @@ std::string_view stream_name(StreamKind kind) {
 
 namespace {
 
-// Op workspaces come from the device's stream-ordered pool (cudaMallocAsync allocates from the
-// pool of the stream's device). Keep freed blocks in the pool instead of returning them to the
-// driver at every synchronization, so per-op workspaces cost no driver call in steady state.
-void keep_pool_memory(int device) {
+// Op temporaries come from the device's stream-ordered pool (cudaMallocAsync allocates from the
+// pool of the stream's device). Freed blocks up to the threshold stay in the pool at
+// synchronizations, so per-op temporaries cost no driver call in steady state; beyond it the
+// pool gives memory back. Until a run sets its planned bound, keep what two converted GEMM
+// operand pieces and a KV store gather take.
+constexpr uint64_t kDefaultPoolKeepBytes =
+    2 * gpu_reserve::kGemmOperandChunkBytes + gpu_reserve::kStoreGatherBytes;
+
+void set_release_threshold(int device, uint64_t bytes) {
   cudaMemPool_t pool = nullptr;
   CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
-  uint64_t keep = UINT64_MAX;
-  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &bytes));
 }
 
 }  // namespace
+
+void set_pool_keep_bytes(int device, uint64_t bytes) {
+  streams(device);  // creating the streams sets the default: it must not come after
+  set_release_threshold(device, bytes);
+}
 
 Streams::Streams(int device) : device_(device) {
   for (auto& s : streams_) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   }
-  keep_pool_memory(device);
+  set_release_threshold(device, kDefaultPoolKeepBytes);
 }
 
 Streams::~Streams() {

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdint>
 #include <string_view>
 
 namespace h2oflex::cuda {
@@ -33,6 +34,10 @@ class Streams {
   int device_;
   std::array<cudaStream_t, kNumStreamKinds> streams_{};
 };
+
+// How many freed bytes device `device`'s stream-ordered pool (the ops' temporaries) keeps at a
+// synchronization; the rest goes back to the driver. A run sets its memory plan's pool bound.
+void set_pool_keep_bytes(int device, uint64_t bytes);
 
 // The stream set of CUDA device `device`, created on first use (each device owns its own, so two
 // devices can each run a stage). Never destroyed.

@@ -30,8 +30,11 @@ Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device) {
   const int64_t bytes = shape_numel(shape) * static_cast<int64_t>(dtype_size(dtype));
   const int64_t have = buf.defined() ? static_cast<int64_t>(buf.nbytes()) : 0;
   if (have < bytes) {
-    // Grow geometrically so slowly growing requests do not reallocate every time.
-    const int64_t grown = std::max<int64_t>(bytes, have * 3 / 2);
+    // Host buffers grow geometrically so slowly growing requests do not reallocate every time.
+    // Device buffers take exactly what is asked: the memory plan charges a GPU the largest
+    // request (the prefill's rows), not half as much again.
+    const int64_t grown = device.is_cpu() ? std::max<int64_t>(bytes, have * 3 / 2) : bytes;
+    buf = Tensor();  // the old buffer goes first, so the two are never held together
     buf = empty({(grown + 3) / 4}, DType::F32, device);
   }
   return Tensor::wrap(buf.raw(), std::move(shape), dtype, device, buf.holder());

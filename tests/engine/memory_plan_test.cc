@@ -41,7 +41,9 @@ TEST(MemoryPlan, CostModelEstimateIsTheEnginesPlanForRandomPolicies) {
   for (int i = 0; i < 24; ++i) {
     const policy::Policy p = random_policy(rng, 8);
     const policy::KvPolicy kv = policy::parse_kv_spec(kvs[i % 3]);
-    const PipelineDevice device = i % 2 ? PipelineDevice::CpuIsolated : PipelineDevice::Cpu;
+    // The cost model's separate device is a GPU: its plan is the Cuda pipeline's (planning
+    // allocates nothing, so this runs without one).
+    const PipelineDevice device = i % 2 ? PipelineDevice::Cuda : PipelineDevice::Cpu;
     const policy::MemoryPlan plan = plan_pipeline(spec_for(cfg, p, kv, device, 6));
     const policy::Workload w{12, 6, kv};
     const policy::MemoryEstimate est =

@@ -7,6 +7,7 @@
 #ifdef H2OFLEX_WITH_CUDA
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "runtime/core/half.h"
@@ -125,6 +126,27 @@ TEST_P(KvOpsTest, InsertMatchesCpuForFullAndEvictingCaches) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KvOpsTest, ::testing::Values(DType::F32, DType::F16, DType::BF16),
                          [](const auto& info) { return gpu_test::dtype_label(info.param); });
+
+// The KV store's gather: scattered pieces (word-aligned and not, one empty) packed on the device
+// exactly as the CPU packs them.
+TEST(CudaOps, GatherRangesMatchesCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const int64_t n = 1 << 16;
+  Tensor src = random_tensor({n}, DType::F32, 90);
+  ByteRanges ranges;
+  for (uint64_t off = 64; off + 256 <= 40000; off += 1000) ranges.emplace_back(off, 256);
+  ranges.emplace_back(50001, 37);  // unaligned
+  ranges.emplace_back(60000, 0);
+  ranges.emplace_back(4, 12);  // out of order
+  const uint64_t packed = total_length(ranges);
+  std::vector<char> want(packed);
+  cpu::gather_ranges(src.raw(), ranges, want.data());
+  const Tensor dsrc = cuda::to_device(src);
+  Tensor ddst = cuda::device_zeros({static_cast<int64_t>(packed)}, DType::I32);  // room to spare
+  cuda::gather_ranges(dsrc.raw(), ranges, ddst.raw());
+  const Tensor got = cuda::to_host(ddst);
+  EXPECT_EQ(std::memcmp(got.raw(), want.data(), packed), 0);
+}
 
 TEST(CudaOps, FillAndCopyMatchCpu) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();

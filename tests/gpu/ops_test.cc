@@ -77,6 +77,25 @@ TEST_P(LinearTest, MatchesCpu) {
   }
 }
 
+// Converted operands taken a few rows at a time (pieces of 3 rows, so the last is partial): every
+// piece lands where it belongs, for converted inputs, converted weights and both.
+TEST_P(LinearTest, InPiecesMatchesCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const LinearCase c = GetParam();
+  const int64_t m = 37, k = 96, n = 29;
+  Tensor x = random_tensor({m, k}, DType::F32, 40);
+  Tensor w = random_tensor({n, k}, c.weight, 41, 0.1f);
+  Tensor bias = random_tensor({n}, DType::F32, 42);
+  Tensor want = Tensor::zeros({m, n}, DType::F32);
+  cpu::linear(x, w, &bias, want, c.cpu_ct, /*relu=*/true);
+  const size_t op_size = c.ct == ops::ComputeType::F32 ? 4 : 2;
+  Tensor dbias = dev(bias);
+  Tensor dout = cuda::device_zeros({m, n}, DType::F32);
+  cuda::detail::linear_in_pieces(dev(x), dev(w), &dbias, dout, c.ct, /*relu=*/true,
+                                 3 * k * op_size);
+  EXPECT_LE(normalized_error(host(dout), want), tolerance(c.arithmetic));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, LinearTest,
     ::testing::Values(

@@ -9,11 +9,14 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/device_pinning.h"
 #include "offload/tiers/cuda_device_tier.h"
 #include "runtime/core/rng.h"
+#include "runtime/cpu/cpu_ops.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/philox_device.h"
 #include "runtime/cuda/streams.h"
@@ -149,6 +152,61 @@ TEST(CudaPinned, RegisteredMmapBufferRoundTrips) {
   EXPECT_EQ(pinned.data<float>()[12345], normal_at(5, 6, 12345));
   cuda::unregister_pinned(buf);
   EXPECT_THROW(cuda::unregister_pinned(buf), cuda::CudaError);  // no longer registered
+  munmap(buf, bytes);
+}
+
+// A launch check names the kernel it follows. The planted error is a failed allocation, which
+// the runtime records as the thread's last error just as it records a bad launch.
+TEST(CudaCheck, LaunchCheckNamesTheKernel) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  void* never = nullptr;
+  ASSERT_NE(cudaMalloc(&never, ~size_t{0} >> 2), cudaSuccess);
+  try {
+    CUDA_CHECK_LAUNCH("planted_kernel");
+    FAIL() << "no error reported";
+  } catch (const cuda::CudaError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("launching planted_kernel failed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("runtime_test.cc:"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // the check consumed the error
+}
+
+// The KV store's path out of GPU memory: scattered records leave packed, as the CPU packs them.
+TEST(CudaDeviceTier, GatherToHostPacksThePieces) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  CudaDeviceTier tier(8 << 20);
+  const size_t n = 1 << 20;
+  std::vector<char> in(n);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<char>(i * 131 + 7);
+  void* dev = tier.allocate(n, "records");
+  tier.copy_from_host(dev, in.data(), n);
+  ByteRanges ranges;
+  for (uint64_t off = 512; off + 512 <= n; off += 4096 * 3) ranges.emplace_back(off, 512);
+  const uint64_t packed = total_length(ranges);
+  std::vector<char> want(packed), got(packed, 0);
+  cpu::gather_ranges(in.data(), ranges, want.data());
+  tier.gather_to_host(got.data(), dev, ranges);
+  EXPECT_EQ(got, want);
+  tier.free(dev);
+}
+
+// Teardown after a device error: unpinning fails, and must not throw (it runs in destructors,
+// where a throw would end the process and hide the error being reported).
+TEST(CudaPinned, FailedUnregisterDoesNotThrow) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const std::unique_ptr<PinListener> listener = make_device_pin_listener();
+  ASSERT_NE(listener, nullptr);
+  const size_t bytes = 1 << 20;
+  void* buf = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(buf, MAP_FAILED);
+  listener->register_pinned(buf, bytes);
+  listener->unregister_pinned(buf, bytes);
+  unsigned int flags = 0;
+  EXPECT_NE(cudaHostGetFlags(&flags, buf), cudaSuccess);  // no longer registered
+  cudaGetLastError();
+  listener->unregister_pinned(buf, bytes);  // fails inside; returns normally
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   munmap(buf, bytes);
 }
 

@@ -58,7 +58,7 @@ TEST(Tiers, HostTierIsPageAlignedMmapAndAnnouncesPinnedBuffers) {
     std::vector<std::pair<void*, size_t>> pinned;
     int unpinned = 0;
     void register_pinned(void* p, size_t n) override { pinned.emplace_back(p, n); }
-    void unregister_pinned(void*, size_t) override { ++unpinned; }
+    void unregister_pinned(void*, size_t) noexcept override { ++unpinned; }
   } recorder;
   HostTier host(8 << 20);
   void* early = host.allocate_pinned(4096);

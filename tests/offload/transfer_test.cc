@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
+#include <string>
+#include <thread>
 
 #include "offload/transfer/transfer_engine.h"
 #include "tests/offload/test_support.h"
@@ -59,6 +63,52 @@ class Region {
   void* ptr_ = nullptr;
   uint64_t offset_ = 0;
 };
+
+// A copy queued `after` another queue's copy starts only once that one is done, and without the
+// caller waiting: the KV load queued ahead of compute behind the store that empties its buffer.
+// A failed prerequisite fails the copy with its error, and the copy never runs.
+TEST(TransferEngine, CopyAfterWaitsForItsPrerequisitesOnTheQueue) {
+  HostTier host(16 << 20);
+  TransferEngine engine;
+  const size_t n = 1 << 16;
+  const auto data = random_bytes(n, 3);
+  char* a = static_cast<char*>(host.allocate(n));
+  char* b = static_cast<char*>(host.allocate(n));
+  char* c = static_cast<char*>(host.allocate(n));
+  std::memcpy(a, data.data(), n);
+  std::memset(b, 0, n);
+  std::memset(c, 0, n);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  // The store a -> b is held back inside its `then`; the load b -> c must wait for it.
+  const TransferHandle store =
+      engine.copy(QueueId::CacheStore, Location::in_memory(host, a), Location::in_memory(host, b),
+                  n, {"decode", DataKind::Kv}, [released] { released.wait(); });
+  const TransferHandle load =
+      engine.copy(QueueId::CacheLoad, Location::in_memory(host, b), Location::in_memory(host, c), n,
+                  {"decode", DataKind::Kv}, {}, {store});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(load.done()) << "the load ran before the store it depends on finished";
+  release.set_value();
+  load.wait();
+  EXPECT_EQ(std::memcmp(c, data.data(), n), 0) << "the load read the buffer before the store";
+
+  const TransferHandle failed =
+      engine.copy(QueueId::CacheStore, Location::in_memory(host, a), Location::in_memory(host, b),
+                  n, {"decode", DataKind::Kv}, [] { throw IoError("planted store failure"); });
+  std::memset(c, 0, n);
+  const TransferHandle blocked =
+      engine.copy(QueueId::CacheLoad, Location::in_memory(host, b), Location::in_memory(host, c), n,
+                  {"decode", DataKind::Kv}, {}, {failed});
+  try {
+    blocked.wait();
+    FAIL() << "a copy after a failed one succeeded";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("planted store failure"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(std::memcmp(c, data.data(), n), 0) << "the copy after a failed prerequisite ran";
+  for (char* p : {a, b, c}) host.free(p);
+}
 
 class TransferRoundTrip : public ::testing::TestWithParam<std::tuple<TierKind, TierKind>> {};
 
@@ -201,15 +251,27 @@ class CopyCountingDevice final : public MemoryTier {
   void copy_from_host(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copy_to_host(void* dst, const void* src, size_t n) override {
     ++copies_out;
+    bytes_out += n;
     std::memcpy(dst, src, n);
   }
+  // Packs the pieces in one copy out, as a GPU tier's gather kernel does.
+  void gather_to_host(void* dst, const void* src, const ByteRanges& ranges) override {
+    ++copies_out;
+    char* out = static_cast<char*>(dst);
+    for (const auto& [off, len] : ranges) {
+      std::memcpy(out, static_cast<const char*>(src) + off, len);
+      out += len;
+      bytes_out += len;
+    }
+  }
   int copies_out = 0;
+  uint64_t bytes_out = 0;
 };
 
 // KV write-back from a GPU workspace: hundreds of small records, gaps between them, one
 // unaligned and one larger than the staging buffer. Every byte lands, nothing else changes,
-// and neighbouring records leave the device together instead of one copy each.
-TEST(TransferEngine, ScatteredRangesFromDeviceMemoryAreStagedTogether) {
+// and the records leave the device gathered, a few copies for all of them, without the gaps.
+TEST(TransferEngine, ScatteredRangesFromDeviceMemoryAreGatheredTogether) {
   TempDir dir;
   HostTier host(64 << 20);
   DiskTier disk(dir.path(), 64 << 20);
@@ -227,6 +289,8 @@ TEST(TransferEngine, ScatteredRangesFromDeviceMemoryAreStagedTogether) {
   ranges.emplace_back(640 * 1024, 40 * 1024);      // larger than the staging half
   ranges.emplace_back(700 * 1024 + 512, 3 * 512);  // after it
   const size_t records = ranges.size();
+  uint64_t record_bytes = 0;
+  for (const auto& r : ranges) record_bytes += r.second;
   char* host_dst = static_cast<char*>(host.allocate(n));
   std::memset(host_dst, 0, n);
   const uint64_t disk_dst = disk.allocate(n);
@@ -237,6 +301,7 @@ TEST(TransferEngine, ScatteredRangesFromDeviceMemoryAreStagedTogether) {
                    Location::in_memory(host, host_dst), ranges, {"decode", DataKind::Kv})
       .wait();
   const int host_copies = device.copies_out;
+  EXPECT_EQ(device.bytes_out, record_bytes) << "only the records cross, not the gaps";
   engine
       .copy_ranges(QueueId::CacheStore, Location::in_memory(device, src),
                    Location::on_disk(disk, disk_dst), ranges, {"decode", DataKind::Kv})

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -214,6 +216,75 @@ TEST(WeightStore, MaterializeOverBudgetLeavesNothingAllocated) {
                     std::vector<TierKind>(specs.size(), TierKind::Host), false);
   EXPECT_THROW(store.materialize(), TierBudgetError);
   EXPECT_EQ(host.used(), 0u);
+}
+
+// Device-homed tensors produced on the host go up through one pinned staging buffer of the
+// largest one's size (what a GPU needs for DMA), which is gone once materialize returns.
+TEST(WeightStore, UploadsThroughOnePinnedStagingBuffer) {
+  const auto specs = small_specs();
+  CpuDeviceTier device(1 << 20, 4096, /*host_addressable=*/false);  // copies in, as on a GPU
+  HostTier host(1 << 20);
+  TransferEngine engine;
+  WeightSource source;
+  source.fill = [&specs](size_t i, void* dst) {
+    const auto bytes = tensor_bytes(specs[i], 9);
+    std::memcpy(dst, bytes.data(), bytes.size());
+  };
+  WeightStoreSettings settings;
+  settings.pin_upload = true;
+  uint64_t largest = 0;
+  for (const auto& s : specs) largest = std::max(largest, s.bytes);
+  {
+    WeightStore store(specs, source, engine, {&device, &host, nullptr},
+                      std::vector<TierKind>(specs.size(), TierKind::Device), settings);
+    store.materialize();
+    EXPECT_EQ(host.used(), 0u);                    // the staging buffer is gone
+    EXPECT_GE(host.peak(), largest);               // and was one buffer of the largest's size
+    EXPECT_LT(host.peak(), largest + (8u << 10));  // (not one per tensor)
+    for (size_t i = 0; i < specs.size(); ++i) {
+      std::vector<unsigned char> back(specs[i].bytes);
+      const Location home = store.home_location(i);
+      device.copy_to_host(back.data(), home.ptr, back.size());
+      EXPECT_EQ(back, tensor_bytes(specs[i], 9)) << specs[i].name;
+    }
+  }
+  EXPECT_EQ(device.used(), 0u);
+}
+
+// Teardown after a device error: freeing fails too, and the store's destructor must neither
+// throw (that would end the process during unwinding) nor stop releasing the rest.
+TEST(WeightStore, TeardownWithFailingFreesDoesNotThrow) {
+  class FailingFrees final : public DeviceMemoryTier {
+   public:
+    FailingFrees() : DeviceMemoryTier(1 << 20, 4096) {}
+    ~FailingFrees() override {
+      failing = false;
+      release_all();
+    }
+    bool is_host_addressable() const override { return true; }
+    bool failing = false;
+    int frees_tried = 0;
+
+   private:
+    void* raw_allocate(size_t bytes) override { return std::aligned_alloc(4096, bytes); }
+    void raw_free(void* ptr) override {
+      ++frees_tried;
+      std::free(ptr);  // gone either way: a leak would hide nothing but trouble the sanitizers
+      if (failing) throw InternalError("cudaFree failed: an illegal memory access (planted)");
+    }
+  };
+  const auto specs = small_specs();
+  FailingFrees device;
+  TransferEngine engine;
+  WeightSource source;
+  source.fill = [&specs](size_t i, void* dst) { std::memset(dst, 1, specs[i].bytes); };
+  {
+    WeightStore store(specs, source, engine, {&device, nullptr, nullptr},
+                      std::vector<TierKind>(specs.size(), TierKind::Device), {});
+    store.materialize();
+    device.failing = true;
+  }  // the destructor runs here
+  EXPECT_EQ(device.frees_tried, static_cast<int>(specs.size()));
 }
 
 TEST(Placement, SharesHonouredWithinOneTensor) {

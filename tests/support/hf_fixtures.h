@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -21,9 +22,16 @@
 
 namespace h2oflex::testing_support {
 
-inline const std::string kFixtures = std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/opt/";
-inline const std::string kFamilyFixtures =
-    std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/families/";
+// The source tree the fixtures are read from: the one the tests were built from, unless
+// H2OFLEX_SOURCE_DIR names another (a test binary carried to another machine with a checkout of
+// its own, as tools/gpu_check.sh --from-bundle runs it).
+inline std::string fixture_source_dir() {
+  const char* over = std::getenv("H2OFLEX_SOURCE_DIR");
+  return over != nullptr && *over != '\0' ? over : H2OFLEX_SOURCE_DIR;
+}
+
+inline const std::string kFixtures = fixture_source_dir() + "/tests/fixtures/opt/";
+inline const std::string kFamilyFixtures = fixture_source_dir() + "/tests/fixtures/families/";
 
 inline nlohmann::json expected(const std::string& root = kFixtures) {
   std::ifstream in(root + "expected.json");

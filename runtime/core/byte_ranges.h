@@ -1,0 +1,19 @@
+// (offset, length) pieces of a buffer: the changed KV records of a decode step, say.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace h2oflex {
+
+using ByteRanges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// Sum of the lengths.
+inline uint64_t total_length(const ByteRanges& ranges) {
+  uint64_t n = 0;
+  for (const auto& r : ranges) n += r.second;
+  return n;
+}
+
+}  // namespace h2oflex
