@@ -78,17 +78,19 @@ make_bundle() {
     return 1
   }
   mkdir -p "$stage/h2oflex-gpu/bin" "$stage/h2oflex-gpu/lib"
-  local bin lib name path
+  local bin name path
   for bin in h2oflex tests/gpu_tests; do
     cp "$build/$bin" "$stage/h2oflex-gpu/bin/"
   done
   strip --strip-unneeded "$stage"/h2oflex-gpu/bin/*
   # The architectures the kernels were built for, for the manifest: sm_90 SASS and compute_90
   # PTX (which a newer GPU compiles at load time).
-  local archs="?"
-  if command -v cuobjdump >/dev/null; then
-    archs=$( (cuobjdump --list-elf "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u
-      cuobjdump --list-ptx "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u |
+  local archs cuobjdump
+  archs="CMAKE_CUDA_ARCHITECTURES=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (sm_90 machine code and compute_90 PTX)"
+  cuobjdump=$(command -v cuobjdump || echo "$(dirname "$(command -v nvcc)")/cuobjdump")
+  if [ -x "$cuobjdump" ]; then
+    archs="$archs; cuobjdump: "$( ("$cuobjdump" --list-elf "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u
+      "$cuobjdump" --list-ptx "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u |
         sed 's/sm_/compute_/') | tr '\n' ' ')
   fi
   local libs=()
@@ -303,7 +305,7 @@ EOF
     elif [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
       row "$name" "timeout after ${cap}s"
     elif grep -q "no CUDA device" "$work/$name.log"; then
-      row "$name" "no CUDA device: $(grep -o 'no CUDA device.*' "$work/$name.log" | head -n 1 | cut -c16-90)"
+      row "$name" "no CUDA device: $(grep -o 'no CUDA device.*' "$work/$name.log" | head -n 1 | cut -c17-100)"
     else
       row "$name" "failed (exit $rc): $(grep -v '^\s*$' "$work/$name.log" | tail -n 1 | cut -c1-90)"
     fi
