@@ -13,17 +13,28 @@ KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& ti
   const uint64_t bytes = plan.kv_bytes;
   const Shape meta{shape.batch, shape.heads, shape.slots};
   const uint64_t meta_bytes = static_cast<uint64_t>(shape_numel(meta)) * 4;
+  const uint64_t record =
+      StorageFormat::plain(shape.dtype).bytes(static_cast<uint64_t>(shape.head_dim));
   for (int64_t l = 0; l < shape.layers; ++l) {
     const TierKind kind = plan.kv_home[static_cast<size_t>(l)];
+    const bool logged = plan.kv_logged(static_cast<int>(l)) && shape.log_compact_every >= 0;
     for (int64_t b = 0; b < shape.batches; ++b) {
       Home h;
       h.kind = kind;
-      for (int which = 0; which < 2; ++which) {
-        if (kind == TierKind::Disk) {
-          h.offset[which] = tiers.disk()->allocate(bytes, "KV cache");
-        } else {
-          h.ptr[which] = tiers.allocate(kind, bytes, "KV cache");
-        }
+      if (kind == TierKind::Disk) {
+        h.offset = tiers.disk()->allocate(2 * bytes + plan.kv_log_bytes, "KV cache");
+      } else {
+        h.ptr = tiers.allocate(kind, 2 * bytes, "KV cache");
+      }
+      if (logged) {
+        KvLogGeometry g;
+        g.records = static_cast<uint64_t>(shape.batch * shape.heads);
+        g.slots = static_cast<uint64_t>(shape.slots);
+        g.record_bytes = record;
+        g.kv_bytes = bytes;
+        g.block = tiers.disk()->file().block();
+        g.log_bytes = plan.kv_log_bytes / g.block * g.block;
+        h.log = std::make_unique<KvLog>(g, shape.log_compact_every);
       }
       const TierKind mt = plan.meta_tier(kind);
       const Device md = tiers.tensor_device(mt);
@@ -35,9 +46,8 @@ KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& ti
     }
   }
   if (plan.kv_workspace) {
-    for (auto& buf : workspace_) {
-      for (void*& p : buf) p = tiers.allocate(plan.kv_workspace_tier, bytes, "KV workspace");
-    }
+    for (void*& p : workspace_)
+      p = tiers.allocate(plan.kv_workspace_tier, 2 * bytes, "KV workspace");
   }
 }
 
@@ -49,9 +59,13 @@ KvHome::~KvHome() {
   // Tier memory is released with the tiers; the disk tier's file goes with it.
 }
 
-Location KvHome::location(const Home& h, int which) {
-  return h.kind == TierKind::Disk ? Location::on_disk(*tiers_.disk(), h.offset[which])
-                                  : tiers_.at(h.kind, h.ptr[which]);
+Location KvHome::location(const Home& h) const {
+  return h.kind == TierKind::Disk ? Location::on_disk(*tiers_.disk(), h.offset)
+                                  : tiers_.at(h.kind, h.ptr);
+}
+
+Location KvHome::workspace(int buf) const {
+  return tiers_.at(plan_.kv_workspace_tier, workspace_[buf]);
 }
 
 std::vector<TransferHandle> KvHome::load(int layer, int batch, int buf, const std::string& phase) {
@@ -62,12 +76,15 @@ std::vector<TransferHandle> KvHome::load(int layer, int batch, int buf, const st
   // (Waiting for the load covers the store and its error.)
   std::vector<TransferHandle> stores = std::move(pending_[buf]);
   pending_[buf].clear();
-  const Home& h = home(layer, batch);
-  for (int which = 0; which < 2; ++which) {
-    handles.push_back(
-        tiers_.transfers().copy(QueueId::CacheLoad, location(h, which),
-                                tiers_.at(plan_.kv_workspace_tier, workspace_[buf][which]),
-                                plan_.kv_bytes, {phase, DataKind::Kv}, {}, stores));
+  Home& h = home(layer, batch);
+  const TransferTag tag{phase, DataKind::Kv};
+  if (h.log) {
+    handles.push_back(tiers_.transfers().copy_spans(QueueId::CacheLoad, location(h), workspace(buf),
+                                                    h.log->load(), tag, stores));
+  } else {
+    // A memory home moves whole: a GPU pays per copy far more than the empty slots cost.
+    handles.push_back(tiers_.transfers().copy(QueueId::CacheLoad, location(h), workspace(buf),
+                                              2 * plan_.kv_bytes, tag, {}, stores));
   }
   return handles;
 }
@@ -87,9 +104,10 @@ KvSlots KvHome::slots(int layer, int batch, int buf) const {
   const Shape shape{shape_.batch, shape_.heads, shape_.slots, shape_.head_dim};
   const bool in_place = plan_.kv_in_place(layer);
   const Device d = tiers_.tensor_device(in_place ? h.kind : plan_.kv_workspace_tier);
+  char* base = static_cast<char*>(in_place ? h.ptr : workspace_[buf]);
   KvSlots s;
-  s.k = Tensor::wrap(in_place ? h.ptr[0] : workspace_[buf][0], shape, shape_.dtype, d);
-  s.v = Tensor::wrap(in_place ? h.ptr[1] : workspace_[buf][1], shape, shape_.dtype, d);
+  s.k = Tensor::wrap(base, shape, shape_.dtype, d);
+  s.v = Tensor::wrap(base + plan_.kv_bytes, shape, shape_.dtype, d);
   s.pos = h.pos;
   s.score = h.score;
   return s;
@@ -98,7 +116,21 @@ KvSlots KvHome::slots(int layer, int batch, int buf) const {
 void KvHome::store(int layer, int batch, int buf, const ChangedSlots* changed,
                    const std::string& phase) {
   if (plan_.kv_in_place(layer)) return;
-  const Home& h = home(layer, batch);
+  Home& h = home(layer, batch);
+  if (!h.log) {
+    store_scattered(h, buf, changed, phase);
+    return;
+  }
+  ByteSpans spans = changed == nullptr
+                        ? h.log->write_base(static_cast<uint64_t>(shape_.prompt_slots))
+                        : h.log->store(*changed);
+  if (spans.empty()) return;
+  pending_[buf].push_back(tiers_.transfers().copy_spans(
+      QueueId::CacheStore, workspace(buf), location(h), std::move(spans), {phase, DataKind::Kv}));
+}
+
+void KvHome::store_scattered(const Home& h, int buf, const ChangedSlots* changed,
+                             const std::string& phase) {
   const uint64_t record =
       StorageFormat::plain(shape_.dtype).bytes(static_cast<uint64_t>(shape_.head_dim));
   const uint64_t slots = static_cast<uint64_t>(shape_.slots);
@@ -125,10 +157,10 @@ void KvHome::store(int layer, int batch, int buf, const ChangedSlots* changed,
       }
     }
   }
-  for (int which = 0; which < 2; ++which) {
+  for (uint64_t which = 0; which < 2; ++which) {
     pending_[buf].push_back(tiers_.transfers().copy_ranges(
-        QueueId::CacheStore, tiers_.at(plan_.kv_workspace_tier, workspace_[buf][which]),
-        location(h, which), ranges, {phase, DataKind::Kv}));
+        QueueId::CacheStore, workspace(buf).advanced(which * plan_.kv_bytes),
+        location(h).advanced(which * plan_.kv_bytes), ranges, {phase, DataKind::Kv}));
   }
 }
 
@@ -143,6 +175,12 @@ KeptSets KvHome::kept() const {
     out.push_back(std::move(layer));
   }
   return out;
+}
+
+int KvHome::log_compactions() const {
+  int n = 0;
+  for (const Home& h : homes_) n += h.log ? h.log->compactions() : 0;
+  return n;
 }
 
 }  // namespace h2oflex

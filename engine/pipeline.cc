@@ -119,7 +119,8 @@ Pipeline::Pipeline(const PipelineSpec& spec)
                                 spec.policy.pin_weight},
                tiers_),
       kv_(KvShape{model_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
-                  model_.kv_geometry().head_dim, spec.gen.kv_dtype},
+                  model_.kv_geometry().head_dim, spec.gen.kv_dtype,
+                  std::min(shape_.slots, shape_.padded.seq), spec.kv_log_compact_every},
           plan_, tiers_),
       act_(model_.hidden(), plan_, tiers_) {
   const KvGeometry g = model_.kv_geometry();
@@ -299,6 +300,7 @@ PipelineResult Pipeline::run() {
     result_.decode_s *= static_cast<double>(decode_steps) / result_.decode_steps_run;
   }
   if (spec_.gen.capture_kept) result_.kept = kv_.kept();
+  result_.kv_log_compactions = kv_.log_compactions();
   result_.bytes_moved = xfer.counters();
   result_.peak_bytes = tiers_.peaks();
   result_.gpu_used_at_start = gpu_usage_.used_at_start();

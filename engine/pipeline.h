@@ -53,6 +53,9 @@ struct PipelineSpec {
   ProgressFn on_progress;                     // optional
   std::shared_ptr<IoFaultHook>
       io_fault_hook;  // optional: sees every disk I/O (tests inject faults)
+  // How a KV cache on disk is written back (tests): 0 = through the log, compacted by its rule;
+  // N > 0 = through the log, compacted every N steps; -1 = scattered writes in place, no log.
+  int kv_log_compact_every = 0;
 };
 
 // The plan run_pipeline would allocate for `spec` (nothing is allocated).

@@ -40,7 +40,8 @@ struct PipelineResult {
   std::map<std::string, StageBusy> stage_busy_s;     // "prefill", "decode"
   std::map<std::string, ByUnitKind> unit_wall_s;     // "prefill", "decode"
   std::map<std::string, ByUnitKind> unit_compute_s;  // "prefill", "decode"
-  KeptSets kept;  // when spec.gen.capture_kept: the same order as the in-RAM path
+  int kv_log_compactions = 0;  // compactions of the KV caches on disk (kv_log.h)
+  KeptSets kept;               // when spec.gen.capture_kept: the same order as the in-RAM path
 };
 
 // Busy seconds so far of compute and of each queue; the difference of two is a phase's.

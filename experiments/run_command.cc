@@ -223,6 +223,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     peak_device = static_cast<double>(pr.peak_bytes["device"]);
     r["projected"] = pr.projected;
     r["decode_steps_run"] = pr.decode_steps_run;
+    r["kv_log_compactions"] = pr.kv_log_compactions;
     r["peak_bytes"] = pr.peak_bytes;
     r["planned_bytes"] = pr.planned_bytes;
     if (pr.gpu_total > 0) {

@@ -129,13 +129,14 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       // What the engine moves (engine/pipeline.cc): host-resident weights and
       // activations are computed on in place, as is a host-resident KV cache with
       // cpu_cache_compute; a KV home off the arena receives the whole slot array of each layer
-      // and GPU batch from the workspace prefill computed it in (memcpy to host, io to disk);
-      // disk weights are read straight into the arena's workspace.
+      // and GPU batch from the workspace prefill computed it in (memcpy to host), a disk home
+      // only the slots prefill filled (engine/kv_log.h); disk weights are read straight into
+      // the arena's workspace.
       const double slots = d.bls * d.slots * d.kv_tok;
       t.ctog = 0;
       t.gtoc = p.cpu_cache_compute ? 0 : slots * d.cc / hw.gtoc_bdw_cache;
       t.dtoc = d.wl * d.wn / hw.dtoc_bdw;
-      t.ctod = slots * d.cn / hw.ctod_bdw_cache_p;
+      t.ctod = d.bls * d.stored_p * d.kv_tok * d.cn / hw.ctod_bdw_cache_p;
     } else {
       t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
       t.gtoc = cache * off_dev_cache / hw.gtoc_bdw_cache + hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;
@@ -164,27 +165,36 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
     const double kv_out = d.bls * ab * d.kv_width;  // k or v, one token
     PhaseTerms& t = e.decode;
     if (cpu_hierarchy) {
-      // The engine copies whole slot arrays (allocated capacity, not the mean context): a
-      // host-resident cache without cpu_cache_compute is memcpy'd into the arena and the changed
-      // slots copied back; a disk-resident one is read whole into the workspace and only the
-      // changed slots written back. Positions and scores stay in host memory (no traffic).
+      // A host-resident cache without cpu_cache_compute is memcpy'd whole (allocated capacity)
+      // into the arena and the changed slots copied back. Positions and scores stay in host
+      // memory (no traffic).
       const double slots = d.bls * d.slots * d.kv_tok;
       const double changed = d.bls * d.kv_tok;
       t.ctog = delegated ? 0 : slots * d.cc / hw.ctog_bdw;
       t.gtoc = delegated ? 0 : changed * d.cc / hw.gtoc_bdw_cache;
-      // The changed slots are one small record per (sequence, head) of K and of V, each its own
-      // direct-I/O write: their cost is per request (disk_write_op_s), not per byte.
-      const double kv_read = slots * d.cn / hw.dtoc_bdw;
+      // A disk-resident one (engine/kv_log.h) is read as its filled slots — the context — and
+      // its log, and a step's changed records are appended to the log as one write per (layer,
+      // GPU batch): sequential bytes at the disk's rates, plus a request each (disk_write_op_s,
+      // the per-request cost measured on writes, stands for reads too). The log and its
+      // compactions add ≈ sqrt(2 W r) bytes a step, half read and half written (W the live
+      // bytes, r an entry: the compaction rule's cost), or, in a run too short to compact, the
+      // mean log r (n - 2) / 2 read.
+      const double live = d.bls * ctx * d.kv_tok;
+      const double steps = std::max(d.n - 1, 1.0);
+      const bool compacts = std::sqrt(2 * live / changed) < steps;
+      const double log_read =
+          compacts ? std::sqrt(2 * live * changed) / 2 : changed * std::max(steps - 1, 0.0) / 2;
+      const double log_write = compacts ? std::sqrt(2 * live * changed) / 2 : 0;
+      const double kv_read =
+          (live + log_read) * d.cn / hw.dtoc_bdw + 2 * d.ngb * d.cn * hw.disk_write_op_s;
       const double kv_write =
-          changed * d.cn / hw.ctod_bdw_g + 2 * d.bls * d.nkv * d.cn * hw.disk_write_op_s;
+          (changed + log_write) * d.cn / hw.ctod_bdw_g + d.ngb * d.cn * hw.disk_write_op_s;
       t.dtoc = kv_read + d.wl * d.wn / hw.dtoc_bdw;
       t.ctod = kv_write;
-      // A disk-resident KV cache does not hide under compute here: a workspace buffer's write-
-      // back must finish before the next layer's KV is read into it, the attention needs that
-      // read, and the requests' submission and completion run on the same (two) cores as the
-      // GEMMs. Measured, such decode steps take the sum of the terms, not their maximum.
-      // Disk-resident weights have no such chain (prefetched a layer ahead) and stay overlapped.
-      t.unhidden = kv_read + kv_write;
+      // The next visit's KV is read while this one computes (engine/schedule.cc), and the
+      // write-back of a step is a few large requests: the disk's reads and writes (one device,
+      // so their sum) overlap compute.
+      t.unhidden = 0;
     } else {
       t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
       t.gtoc = hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;

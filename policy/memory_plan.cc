@@ -19,6 +19,23 @@ bool MemoryPlan::kv_in_place(int layer) const {
   return k == TierKind::Device || (k == TierKind::Host && cpu_cache_compute);
 }
 
+bool MemoryPlan::kv_logged(int layer) const {
+  return kv_home.at(static_cast<size_t>(layer)) == TierKind::Disk &&
+         (kv_workspace_tier == TierKind::Host || !separate_device);
+}
+
+uint64_t kv_log_bytes(uint64_t records, uint64_t slots, uint64_t record_bytes,
+                      int64_t decode_steps) {
+  constexpr uint64_t kBlock = 4096;
+  if (decode_steps <= 0 || records == 0) return 0;
+  const uint64_t entry = (2 * records * record_bytes + kBlock - 1) / kBlock * kBlock;
+  // The most a compaction writes: every slot of every record, each rounded out by a block.
+  const uint64_t live = 2 * records * (slots * record_bytes + 2 * kBlock);
+  uint64_t k = 1;
+  while (entry * k * (k - 1) / 2 < live) ++k;
+  return entry * std::min<uint64_t>(k, static_cast<uint64_t>(decode_steps));
+}
+
 TierKind MemoryPlan::meta_tier(TierKind kv) const {
   if (kv == TierKind::Device) return TierKind::Device;
   if (cpu_cache_compute) return TierKind::Host;  // the host computes this attention
@@ -124,16 +141,20 @@ void plan_kv(MemoryPlan& plan, const ModelFootprint& m, const Policy& p, const P
   const uint64_t records = gbs * static_cast<uint64_t>(m.kv_heads * s.kv_slots);
   plan.kv_bytes = plan_round(records * s.kv_format.bytes(static_cast<uint64_t>(m.head_dim)));
   plan.meta_bytes = plan_round(records * 4);
+  plan.kv_log_bytes =
+      kv_log_bytes(gbs * static_cast<uint64_t>(m.kv_heads), static_cast<uint64_t>(s.kv_slots),
+                   s.kv_format.bytes(static_cast<uint64_t>(m.head_dim)), s.gen_len - 1);
   // Each layer's cache goes to a tier by the cumulative rule over layers.
   const std::vector<uint64_t> per_layer(static_cast<size_t>(m.layers), 1);
   plan.kv_home = assign_home_tiers(per_layer, TierShares{p.cache_gpu, p.cache_cpu, p.cache_disk()});
+  plan.kv_workspace_tier = p.cpu_cache_compute ? TierKind::Host : TierKind::Device;
   for (int64_t l = 0; l < m.layers; ++l) {
     const TierKind k = plan.kv_home[static_cast<size_t>(l)];
-    add(plan, k, 2 * plan.kv_bytes * ngb);
+    const uint64_t log = plan.kv_logged(static_cast<int>(l)) ? plan.kv_log_bytes : 0;
+    add(plan, k, (2 * plan.kv_bytes + log) * ngb);
     add(plan, plan.meta_tier(k), 2 * plan.meta_bytes * ngb);
     plan.kv_workspace = plan.kv_workspace || !plan.kv_in_place(static_cast<int>(l));
   }
-  plan.kv_workspace_tier = p.cpu_cache_compute ? TierKind::Host : TierKind::Device;
   if (plan.kv_workspace) add(plan, plan.kv_workspace_tier, 4 * plan.kv_bytes);
   // A separate device builds a delegated cache's prefill slots in its own memory first
   // (kv_prefill's staging), then copies them to the host.

@@ -61,6 +61,7 @@ struct MemoryPlan {
   std::vector<TierKind> kv_home;   // per layer
   std::vector<TierKind> act_home;  // per GPU batch
   uint64_t kv_bytes = 0;           // K (or V) of one (layer, GPU batch), rounded
+  uint64_t kv_log_bytes = 0;       // the write-back log after each logged home's K and V
   uint64_t meta_bytes = 0;         // positions (or scores) of one (layer, GPU batch), rounded
   uint64_t act_bytes = 0;          // hidden states of one GPU batch, rounded
   bool kv_workspace = false;       // some layer's KV is loaded into workspaces (2 x K and V)
@@ -90,10 +91,20 @@ struct MemoryPlan {
   }
   // A layer's KV computed on where it lives (no workspace copy).
   bool kv_in_place(int layer) const;
+  // A layer's KV lives on disk and is written back through a log (engine/kv_log.h): where the
+  // workspace the log is read into and written from is memory the host addresses.
+  bool kv_logged(int layer) const;
   // Where a layer's slot positions and scores live: with the attention that reads them.
   TierKind meta_tier(TierKind kv_home) const;
   uint64_t on(TierKind t) const { return bytes[static_cast<int>(t)]; }
 };
+
+// The log's room of one disk home: enough full entries (a decode step's K and V records of every
+// (sequence, head), rounded to 4096 bytes, the largest direct-I/O block) for the longest stretch
+// KvLog's compaction rule lets the log grow — until the extra bytes loads read reach the bytes of
+// a compaction, r k (k - 1) / 2 >= W at capacity — and at most one entry per decode step.
+uint64_t kv_log_bytes(uint64_t records, uint64_t slots, uint64_t record_bytes,
+                      int64_t decode_steps);
 
 MemoryPlan plan_memory(const ModelFootprint& model, const Policy& p, const PlanShape& shape);
 

@@ -128,6 +128,10 @@ void IoEngine::write_scattered(const DiskFile& file, std::span<const IoSegment> 
   run(true, file, segments, true);
 }
 
+void IoEngine::read_scattered(const DiskFile& file, std::span<const IoSegment> segments) {
+  run(false, file, segments, true);
+}
+
 size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegment> segments,
                      bool eof_is_error) {
   const char* op = is_write ? "write" : "read";

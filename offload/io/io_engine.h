@@ -72,6 +72,8 @@ class IoEngine {
   // Writes every segment, keeping up to queue_depth requests in flight across segments (many
   // small scattered writes cost one round of submissions, not one round trip each).
   void write_scattered(const DiskFile& file, std::span<const IoSegment> segments);
+  // Reads every segment, the same way; end of file inside a segment is an error.
+  void read_scattered(const DiskFile& file, std::span<const IoSegment> segments);
 
   // Registers [ptr, ptr + bytes) as fixed buffers (split into pieces of at most 1 GiB). Returns
   // false when the kernel refuses (e.g. memlock limit): I/O then uses the ordinary opcodes.

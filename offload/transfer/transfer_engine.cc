@@ -140,7 +140,7 @@ TransferHandle TransferEngine::copy(QueueId queue, const Location& src, const Lo
     std::lock_guard lock(q.mutex);
     H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
     q.tasks.push_back(Task{
-        src, dst, bytes, std::move(tag), std::move(then), handle.state_, {}, std::move(after)});
+        src, dst, bytes, std::move(tag), std::move(then), handle.state_, {}, std::move(after), {}});
     ++q.submitted;
   }
   q.cv.notify_one();
@@ -158,11 +158,127 @@ TransferHandle TransferEngine::copy_ranges(QueueId queue, const Location& src, c
     std::lock_guard lock(q.mutex);
     H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
     q.tasks.push_back(
-        Task{src, dst, bytes, std::move(tag), {}, handle.state_, std::move(ranges), {}});
+        Task{src, dst, bytes, std::move(tag), {}, handle.state_, std::move(ranges), {}, {}});
     ++q.submitted;
   }
   q.cv.notify_one();
   return handle;
+}
+
+TransferHandle TransferEngine::copy_spans(QueueId queue, const Location& src, const Location& dst,
+                                          ByteSpans spans, TransferTag tag,
+                                          std::vector<TransferHandle> after) {
+  TransferHandle handle;
+  handle.state_ = std::make_shared<TransferHandle::State>();
+  const uint64_t bytes = total_length(spans);
+  Queue& q = *queues_[static_cast<size_t>(queue)];
+  {
+    std::lock_guard lock(q.mutex);
+    H2OFLEX_CHECK(!q.stop, "copy queued on a stopped transfer engine");
+    q.tasks.push_back(Task{src,
+                           dst,
+                           bytes,
+                           std::move(tag),
+                           {},
+                           handle.state_,
+                           {},
+                           std::move(after),
+                           std::move(spans)});
+    ++q.submitted;
+  }
+  q.cv.notify_one();
+  return handle;
+}
+
+void TransferEngine::execute_spans(Lane lane, const Location& src, const Location& dst,
+                                   const ByteSpans& spans) {
+  H2OFLEX_CHECK(!(src.is_disk() && dst.is_disk()), "span copy from disk to disk");
+  if (!src.is_disk() && !dst.is_disk()) {
+    for (const ByteSpan& s : spans)
+      execute(lane, src.advanced(s.src), dst.advanced(s.dst), s.length);
+    return;
+  }
+  const bool read = src.is_disk();
+  const Location& disk = read ? src : dst;
+  const Location& mem = read ? dst : src;
+  DiskFile& file = *disk.file;
+  AlignedBuffer& bounce = *lane.bounce;
+  const size_t half = bounce.size() / 2;
+  char* staging = bounce.data();
+  const Bounce edges{bounce.data() + half, half};
+  const auto disk_at = [&](const ByteSpan& s) { return disk.offset + (read ? s.src : s.dst); };
+  const auto mem_at = [&](const ByteSpan& s) { return read ? s.dst : s.src; };
+
+  // Spans direct I/O moves as they are, gathered until a staged run must go first (order).
+  std::vector<IoSegment> direct;
+  const auto flush = [&] {
+    if (direct.empty()) return;
+    if (read) {
+      lane.io->read_scattered(file, direct);
+    } else {
+      lane.io->write_scattered(file, direct);
+    }
+    direct.clear();
+  };
+  const size_t oa = file.offset_align(), ma = file.mem_align();
+  size_t i = 0;
+  while (i < spans.size()) {
+    const ByteSpan& s = spans[i];
+    if (s.length == 0) {
+      ++i;
+      continue;
+    }
+    char* mem_ptr = mem.host_addressable() ? static_cast<char*>(mem.ptr) + mem_at(s) : nullptr;
+    if (mem_ptr != nullptr && file.is_direct() && disk_at(s) % oa == 0 && s.length % oa == 0 &&
+        reinterpret_cast<uintptr_t>(mem_ptr) % ma == 0) {
+      direct.push_back(IoSegment{disk_at(s), mem_ptr, static_cast<size_t>(s.length)});
+      ++i;
+      continue;
+    }
+    // A run: this span and the following ones contiguous with it on the disk, as many as the
+    // staging area holds, moved as one request.
+    size_t j = i;
+    uint64_t run = 0;
+    while (j < spans.size() && run + spans[j].length <= half &&
+           disk_at(spans[j]) == disk_at(s) + run) {
+      run += spans[j++].length;
+    }
+    flush();
+    if (j == i) {  // larger than the staging area: on its own
+      execute(lane, src.advanced(s.src), dst.advanced(s.dst), s.length);
+      ++i;
+      continue;
+    }
+    if (read) {
+      read_range(*lane.io, file, disk_at(s), staging, run, edges);
+      uint64_t at = 0;
+      for (size_t k = i; k < j; ++k) {
+        char* to = static_cast<char*>(mem.ptr) + mem_at(spans[k]);
+        if (mem.host_addressable()) {
+          std::memcpy(to, staging + at, spans[k].length);
+        } else {
+          mem.memory->copy_from_host(to, staging + at, spans[k].length);
+        }
+        at += spans[k].length;
+      }
+    } else {
+      if (mem.host_addressable()) {
+        uint64_t at = 0;
+        for (size_t k = i; k < j; ++k) {
+          std::memcpy(staging + at, static_cast<const char*>(mem.ptr) + mem_at(spans[k]),
+                      spans[k].length);
+          at += spans[k].length;
+        }
+      } else {
+        ByteRanges pieces;
+        for (size_t k = i; k < j; ++k) pieces.emplace_back(mem_at(spans[k]), spans[k].length);
+        mem.memory->gather_to_host(staging, mem.ptr, pieces);
+      }
+      write_range(*lane.io, file, disk_at(s), staging, run, edges);
+    }
+    i = j;
+  }
+  flush();
 }
 
 void TransferEngine::execute_ranges(Lane lane, const Location& src, const Location& dst,
@@ -273,7 +389,9 @@ void TransferEngine::worker_loop(Queue& q) {
     const Stopwatch watch;
     if (!error) {  // a failed prerequisite's error is this copy's, and the copy does not run
       try {
-        if (task.ranges.empty()) {
+        if (!task.spans.empty()) {
+          execute_spans(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.spans);
+        } else if (task.ranges.empty()) {
           execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
         } else {
           execute_ranges(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.ranges);

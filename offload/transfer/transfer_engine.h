@@ -105,6 +105,15 @@ class TransferEngine : private PinListener {
   using Ranges = ByteRanges;
   TransferHandle copy_ranges(QueueId queue, const Location& src, const Location& dst, Ranges ranges,
                              TransferTag tag);
+  // Copies spans whose source and destination offsets differ, in order, as one task (where two
+  // spans overlap in the destination the later one wins): a log-structured KV cache appends a
+  // step's scattered records to its log and reads the log back over its base. Between memory
+  // and disk, spans direct I/O can move as they are go to io_uring together; runs of spans that
+  // are contiguous on the disk side move through the bounce buffer as one request each.
+  // `after` as for copy().
+  TransferHandle copy_spans(QueueId queue, const Location& src, const Location& dst,
+                            ByteSpans spans, TransferTag tag,
+                            std::vector<TransferHandle> after = {});
   void wait(const TransferHandle& handle) const { handle.wait(); }
   // Runs a copy on the calling thread (its own io engine), counted like the others.
   void copy_sync(const Location& src, const Location& dst, uint64_t bytes, TransferTag tag);
@@ -138,6 +147,7 @@ class TransferEngine : private PinListener {
     std::shared_ptr<TransferHandle::State> state;
     Ranges ranges;  // non-empty: a scattered copy; `bytes` is their sum
     std::vector<TransferHandle> after;
+    ByteSpans spans;  // non-empty: a span copy; `bytes` is their sum
   };
   // One piece of a scattered store: `length` bytes from `from` to offset `at` of the destination.
   struct Piece {
@@ -164,6 +174,7 @@ class TransferEngine : private PinListener {
   void worker_loop(Queue& q);
   void execute(Lane lane, const Location& src, const Location& dst, uint64_t bytes);
   void execute_ranges(Lane lane, const Location& src, const Location& dst, const Ranges& ranges);
+  void execute_spans(Lane lane, const Location& src, const Location& dst, const ByteSpans& spans);
   // Stores ranges (offsets relative to both `src` and `dst`) of host bytes into `dst`; `edges`
   // serves unaligned disk edges.
   void store_ranges(Lane lane, const char* src, const Location& dst, const Ranges& ranges,

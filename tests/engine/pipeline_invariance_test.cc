@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "tests/support/pipeline_invariance.h"
 
@@ -51,6 +52,52 @@ TEST(PipelineInvariance, IsolatedDeviceFullCache) {
 TEST(PipelineInvariance, IsolatedDeviceH2O) {
   const KvRule rule = policy::kv_rule("h2o", 0, 2, 3);
   expect_invariant(tiny_config(false), rule, 8, 8, PipelineDevice::CpuIsolated);
+}
+
+// A KV cache on disk written back through its log, compacted by the rule and at fixed points,
+// and without the log (scattered writes in place): every way gives the in-RAM path's tokens and
+// kept sets, whatever else is placed where. 19 decode steps: the rule compacts an H2O cache of
+// 5 slots every ~3 steps and the full cache of up to 35 slots every ~7.
+TEST(PipelineInvariance, KvOnDiskWithAndWithoutTheLog) {
+  for (const int every : {0, 1, 2, 5, -1}) {
+    const auto on_disk = [every](PipelineSpec& spec, std::mt19937& rng) {
+      spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
+      spec.policy.cpu_cache_compute = rng() % 4 != 0;
+      spec.kv_log_compact_every = every;
+    };
+    expect_invariant(tiny_config(true), KvRule{}, 20, 2, PipelineDevice::Cpu, on_disk);
+    expect_invariant(tiny_config(true), policy::kv_rule("h2o", 0, 2, 3), 20, 2, PipelineDevice::Cpu,
+                     on_disk);
+    ASSERT_FALSE(HasFailure()) << "kv_log_compact_every " << every;
+  }
+  // The rule compacts within 19 steps (here every ~3), and no log means no compaction.
+  std::map<int, PipelineResult> by_every;
+  for (const int every : {0, -1}) {
+    PipelineSpec spec;
+    spec.model = std::make_shared<const OptModel>(tiny_config(true));
+    spec.producer = dummy_weight_producer(3);
+    spec.weights_key = "tiny-preln:dummy:seed=3";
+    spec.policy.gpu_batch_size = 4;
+    spec.policy.num_gpu_batches = 2;
+    spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
+    spec.policy.cpu_cache_compute = true;
+    spec.limits.disk_path = temp_dir();
+    spec.gen.gen_len = 20;
+    spec.gen.eviction = policy::kv_rule("h2o", 0, 2, 3);
+    spec.prompts = prompts(8, 7);
+    spec.kv_log_compact_every = every;
+    by_every[every] = run_pipeline(spec);
+  }
+  EXPECT_GE(by_every[0].kv_log_compactions, 3 * 2 * 4) << "3 layers x 2 batches, >= 4 times";
+  EXPECT_EQ(by_every[-1].kv_log_compactions, 0);
+  EXPECT_EQ(by_every[0].tokens, by_every[-1].tokens);
+  // The data path of a GPU (device memory only copies reach), attention on the host.
+  expect_invariant(tiny_config(true), policy::kv_rule("h2o", 0, 2, 3), 20, 2,
+                   PipelineDevice::CpuIsolated, [](PipelineSpec& spec, std::mt19937&) {
+                     spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
+                     spec.policy.cpu_cache_compute = true;
+                     spec.kv_log_compact_every = 2;
+                   });
 }
 
 class CorruptedLayout : public ::testing::TestWithParam<PipelineDevice> {};

@@ -14,18 +14,21 @@
 namespace h2oflex {
 namespace {
 
-// Fails every KV read (or write) once armed; before that, I/O passes untouched.
+// Fails every KV read (or write) once armed, after the first `pass` of them; before that, I/O
+// passes untouched.
 struct ArmedFault : IoFaultHook {
-  ArmedFault(bool writes, int result) : writes(writes), result(result) {}
+  ArmedFault(bool writes, int result, int pass = 0) : writes(writes), result(result), pass(pass) {}
   int on_complete(const IoRequestInfo& r, int res) override {
     if (!armed.load() || r.is_write != writes || res < 0) return res;
+    if (passed.fetch_add(1) < pass) return res;
     hits.fetch_add(1);
     return result;  // a negative errno, or 0: the read found the end of the file
   }
   const bool writes;
   const int result;
+  const int pass;
   std::atomic<bool> armed{false};
-  std::atomic<int> hits{0};
+  std::atomic<int> passed{0}, hits{0};
 };
 
 std::string fresh_dir(const std::string& name) {
@@ -36,10 +39,12 @@ std::string fresh_dir(const std::string& name) {
 }
 
 // Weights in host RAM, the whole KV cache on disk, a block of 2 x 2 sequences; the fault is
-// armed once the first decode step is done, so prefill's write-back and a full step succeed.
-void expect_decode_fault(bool writes, int result, const std::string& needle) {
+// armed once decode step `armed_after` is done, so prefill's write-back and those steps succeed.
+// compact_every > 0: the log is compacted every that many steps.
+void expect_decode_fault(bool writes, int result, const std::string& needle, int armed_after = 1,
+                         int compact_every = 0, int pass = 0) {
   const std::string dir = fresh_dir(writes ? "kv-write-fault" : "kv-read-fault");
-  auto fault = std::make_shared<ArmedFault>(writes, result);
+  auto fault = std::make_shared<ArmedFault>(writes, result, pass);
   PipelineSpec spec;
   spec.model = std::make_shared<const OptModel>(testing_support::tiny_config(true));
   spec.producer = dummy_weight_producer(3);
@@ -53,9 +58,10 @@ void expect_decode_fault(bool writes, int result, const std::string& needle) {
   spec.gen.gen_len = 6;
   spec.prompts = testing_support::prompts(4, 5);
   spec.io_fault_hook = fault;
+  spec.kv_log_compact_every = compact_every;
   int decode_steps_done = 0;
   spec.on_progress = [&](const PipelineProgress& p) {
-    if (!p.prefill && (decode_steps_done = p.done) == 1) fault->armed = true;
+    if (!p.prefill && (decode_steps_done = p.done) == armed_after) fault->armed = true;
   };
   try {
     run_pipeline(spec);
@@ -65,7 +71,7 @@ void expect_decode_fault(bool writes, int result, const std::string& needle) {
     EXPECT_NE(msg.find(dir), std::string::npos) << msg;
     EXPECT_NE(msg.find(needle), std::string::npos) << msg;
   }
-  EXPECT_EQ(decode_steps_done, 1) << "the fault must end the run in the step it hit";
+  EXPECT_EQ(decode_steps_done, armed_after) << "the fault must end the run in the step it hit";
   EXPECT_GT(fault->hits.load(), 0);
   EXPECT_TRUE(std::filesystem::is_empty(dir)) << "a file was left in " << dir;
   std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
@@ -73,6 +79,13 @@ void expect_decode_fault(bool writes, int result, const std::string& needle) {
 
 TEST(KvFaults, DiskFullDuringDecodeWriteBack) {
   expect_decode_fault(/*writes=*/true, -ENOSPC, "No space left on device");
+}
+
+// Compacted every 2 steps, the third step rewrites every home's base: the disk fills up after
+// the first few of those writes, in the middle of the compactions.
+TEST(KvFaults, DiskFullInTheMiddleOfACompaction) {
+  expect_decode_fault(/*writes=*/true, -ENOSPC, "No space left on device", /*armed_after=*/2,
+                      /*compact_every=*/2, /*pass=*/3);
 }
 
 TEST(KvFaults, EioWhileLoadingKvDuringDecode) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,11 +71,14 @@ inline policy::Policy random_policy(std::mt19937& rng, int block) {
   return p;
 }
 
+// Changes a random spec before it runs (a test's own placement rule, say).
+using AdjustSpec = std::function<void(PipelineSpec&, std::mt19937&)>;
+
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
 inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const KvRule& rule,
-                             int gen_len, int policies,
-                             PipelineDevice device = PipelineDevice::Cpu) {
+                             int gen_len, int policies, PipelineDevice device = PipelineDevice::Cpu,
+                             const AdjustSpec& adjust = {}) {
   const int block = 8;
   const auto ps = prompts(block, 7);
   GenerationSettings gen;
@@ -103,6 +107,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
     spec.limits.disk_path = temp_dir();
     spec.gen = gen;
     spec.prompts = ps;
+    if (adjust) adjust(spec, rng);
     const PipelineResult r = run_pipeline(spec);
     EXPECT_EQ(tokens_sha256(r.tokens), tokens_sha256(ref.tokens))
         << pipeline_device_name(device) << " policy " << spec.policy.summary();
@@ -135,8 +140,9 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
 }
 
 inline void expect_invariant(const OptConfig& cfg, const KvRule& rule, int gen_len, int policies,
-                             PipelineDevice device = PipelineDevice::Cpu) {
-  expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device);
+                             PipelineDevice device = PipelineDevice::Cpu,
+                             const AdjustSpec& adjust = {}) {
+  expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device, adjust);
 }
 
 }  // namespace h2oflex::testing_support
