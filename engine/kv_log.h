@@ -66,8 +66,7 @@ class KvLog {
     std::vector<std::pair<uint32_t, int32_t>> records;  // (record, slot) in write order
   };
   // The base's first `slots` slots of every record, K and V, rounded out to the block and
-  // merged across gaps of at most an eighth of a record's part: the same offsets in the home
-  // and the workspace.
+  // merged: the same offsets in the home and the workspace.
   ByteSpans base_spans(uint64_t slots) const;
   uint64_t log_offset() const { return 2 * g_.kv_bytes; }
 

@@ -29,8 +29,9 @@ uint64_t kv_log_bytes(uint64_t records, uint64_t slots, uint64_t record_bytes,
   constexpr uint64_t kBlock = 4096;
   if (decode_steps <= 0 || records == 0) return 0;
   const uint64_t entry = (2 * records * record_bytes + kBlock - 1) / kBlock * kBlock;
-  // The most a compaction writes: every slot of every record, each rounded out by a block.
-  const uint64_t live = 2 * records * (slots * record_bytes + 2 * kBlock);
+  // The most a compaction writes: K and V of every slot (at capacity the records' parts are
+  // contiguous, so their rounding is the region's).
+  const uint64_t live = 2 * ((records * slots * record_bytes + kBlock - 1) / kBlock * kBlock);
   uint64_t k = 1;
   while (entry * k * (k - 1) / 2 < live) ++k;
   return entry * std::min<uint64_t>(k, static_cast<uint64_t>(decode_steps));

@@ -1,10 +1,12 @@
 // The cost model on the CPU-only hierarchy (device = RAM arena) against byte counts derived by
 // hand from what the engine moves: host-resident weights and activations are used in place,
-// a host-resident KV cache is used in place with cpu_cache_compute, and KV homes off the arena
-// exchange whole slot arrays (allocated capacity) with the workspace.
+// a host-resident KV cache is used in place with cpu_cache_compute, KV homes in host memory
+// exchange whole slot arrays (allocated capacity) with the workspace, and disk homes their
+// filled slots and log.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -79,26 +81,33 @@ TEST(CpuHierarchy, HostCacheWithoutDelegationCopiesWholeSlotArrays) {
   EXPECT_NEAR(e.decode.per_layer, e.decode.ctog + e.decode.gtoc + e.decode.comp, 1e-15);
 }
 
-TEST(CpuHierarchy, DiskCacheIsReadWholeAndDoesNotOverlapComputeButDiskWeightsDo) {
+// A disk cache through its log (engine/kv_log.h): a step reads the filled slots (the mean
+// context, 32 + 8 / 2 = 36) and the log, and appends one entry per GPU batch; 7 steps are too
+// few to compact (sqrt(2 W / r) = sqrt(72) > 7), so the log adds its mean, 6 / 2 entries, to
+// the reads. The disk's reads and writes overlap compute, as do the weights' reads.
+TEST(CpuHierarchy, DiskCacheReadsItsContextAndLogAndOverlapsCompute) {
   HardwareProfile hw = cpu_profile();
   hw.disk_write_op_s = 10e-6;
   const ModelShape m = opt1_3b();
   const CostEstimate e = estimate_cost(m, hw, make(8, 50, 0, 0, 0, 100, 0, true), kWork);
-  const double slots_bytes = 8 * 40 * 2 * 2 * kH;
+  const double token = 2 * 2 * kH;  // K and V, bf16
   const double layer_bytes = 2 * (4 * (kH * kH + kH) + 2 * kH * 8192 + 8192 + 5 * kH);
-  // The write-back: one small request per (sequence, head) of K and of V = 8 * 32 * 2.
-  const double kv_write = 8 * 2 * 2 * kH / 2e9 + 8 * 32 * 2 * 10e-6;
-  EXPECT_NEAR(e.decode.dtoc, (slots_bytes + 0.5 * layer_bytes) / 1e9, 1e-12);
+  const double entry = 8 * token;  // a step's changed records of the block
+  const double kv_read = (8 * 36 * token + 3 * entry) / 1e9 + 2 * 10e-6;
+  const double kv_write = entry / 2e9 + 10e-6;  // one request
+  EXPECT_NEAR(e.decode.dtoc, kv_read + 0.5 * layer_bytes / 1e9, 1e-12);
   EXPECT_NEAR(e.decode.ctod, kv_write, 1e-15);
-  EXPECT_NEAR(e.prefill.ctod, slots_bytes / 2e9, 1e-15);
+  EXPECT_NEAR(e.prefill.ctod, 8 * 32 * token / 2e9, 1e-15);  // the prompt's slots only
   EXPECT_NEAR(e.prefill.dtoc, 0.5 * layer_bytes / 1e9, 1e-12);
-  // The KV traffic adds to the step; the weights' read overlaps with compute.
-  EXPECT_NEAR(e.decode.per_layer,
-              slots_bytes / 1e9 + kv_write + std::max(0.5 * layer_bytes / 1e9, e.decode.comp),
-              1e-12);
-  // Prefill keeps the overlap (its KV is written once, whole).
+  EXPECT_EQ(e.decode.unhidden, 0);
+  EXPECT_NEAR(e.decode.per_layer, std::max(e.decode.dtoc + e.decode.ctod, e.decode.comp), 1e-12);
   EXPECT_NEAR(e.prefill.per_layer, std::max({e.prefill.dtoc, e.prefill.ctod, e.prefill.comp}),
               1e-12);
+  // A long generation compacts: the log costs sqrt(2 W r) a step, half of it read.
+  const Workload longer{32, 200, {}};
+  const CostEstimate l = estimate_cost(m, hw, make(8, 50, 0, 0, 0, 100, 0, true), longer);
+  const double live = 8 * (32 + 100) * token;
+  EXPECT_NEAR(l.decode.ctod, (entry + std::sqrt(2 * live * entry) / 2) / 2e9 + 10e-6, 1e-12);
 }
 
 TEST(CpuHierarchy, WeightsOnDiskWithTheCacheInRamOverlapCompute) {
