@@ -28,7 +28,7 @@ TEST(PolicyAuto, RunsThePlannedPolicyAndReportsIt) {
   std::ofstream(dir / "run.yaml") << "model: opt-125m\nprompt_len: 8\ngen_len: 2\n"
                                      "policy: auto\nhardware_profile: hw.yaml\n"
                                      "kv: {policy: h2o, heavy_tokens: 2, recent_tokens: 2}\n"
-                                     "hardware: {device_mem: 1GiB, host_mem: 2GiB}\n";
+                                     "hardware: {device_mem: 128MiB, host_mem: 2GiB}\n";
   const RunConfig c = load_run_config((dir / "run.yaml").string(), {});
   EXPECT_EQ(fs::path(c.hardware_profile), dir / "hw.yaml");
 
@@ -39,7 +39,7 @@ TEST(PolicyAuto, RunsThePlannedPolicyAndReportsIt) {
   kv.policy = "h2o";
   kv.heavy_tokens = kv.recent_tokens = 2;
   policy::HardwareLimits limits;
-  limits.device_mem = 1ull << 30;
+  limits.device_mem = 128ull << 20;  // a block of a few hundred sequences, not thousands
   limits.host_mem = 2ull << 30;
   const policy::Policy want =
       plan_policy(model_shape_for("opt-125m", wbytes, 4), policy::load_hardware_profile(kProfile),
