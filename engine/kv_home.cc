@@ -9,12 +9,13 @@
 namespace h2oflex {
 
 KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& tiers)
-    : shape_(shape), plan_(plan), tiers_(tiers) {
+    : shape_(shape),
+      record_bytes_(StorageFormat::plain(shape.dtype).bytes(static_cast<uint64_t>(shape.head_dim))),
+      plan_(plan),
+      tiers_(tiers) {
   const uint64_t bytes = plan.kv_bytes;
   const Shape meta{shape.batch, shape.heads, shape.slots};
   const uint64_t meta_bytes = static_cast<uint64_t>(shape_numel(meta)) * 4;
-  const uint64_t record =
-      StorageFormat::plain(shape.dtype).bytes(static_cast<uint64_t>(shape.head_dim));
   for (int64_t l = 0; l < shape.layers; ++l) {
     const TierKind kind = plan.kv_home[static_cast<size_t>(l)];
     const bool logged = plan.kv_logged(static_cast<int>(l)) && shape.log_compact_every >= 0;
@@ -22,7 +23,9 @@ KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& ti
       Home h;
       h.kind = kind;
       if (kind == TierKind::Disk) {
-        h.offset = tiers.disk()->allocate(2 * bytes + plan.kv_log_bytes, "KV cache");
+        // The log's room only where the plan counted it.
+        const uint64_t log_room = plan.kv_logged(static_cast<int>(l)) ? plan.kv_log_bytes : 0;
+        h.offset = tiers.disk()->allocate(2 * bytes + log_room, "KV cache");
       } else {
         h.ptr = tiers.allocate(kind, 2 * bytes, "KV cache");
       }
@@ -30,7 +33,7 @@ KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& ti
         KvLogGeometry g;
         g.records = static_cast<uint64_t>(shape.batch * shape.heads);
         g.slots = static_cast<uint64_t>(shape.slots);
-        g.record_bytes = record;
+        g.record_bytes = record_bytes_;
         g.kv_bytes = bytes;
         g.block = tiers.disk()->file().block();
         g.log_bytes = plan.kv_log_bytes / g.block * g.block;
@@ -131,8 +134,7 @@ void KvHome::store(int layer, int batch, int buf, const ChangedSlots* changed,
 
 void KvHome::store_scattered(const Home& h, int buf, const ChangedSlots* changed,
                              const std::string& phase) {
-  const uint64_t record =
-      StorageFormat::plain(shape_.dtype).bytes(static_cast<uint64_t>(shape_.head_dim));
+  const uint64_t record = record_bytes_;
   const uint64_t slots = static_cast<uint64_t>(shape_.slots);
   const uint64_t used = static_cast<uint64_t>(shape_.batch * shape_.heads) * slots * record;
   TransferEngine::Ranges ranges;

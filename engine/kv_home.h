@@ -68,6 +68,7 @@ class KvHome {
                        const std::string& phase);
 
   KvShape shape_;
+  uint64_t record_bytes_;  // one slot of K (or V) of one (sequence, head)
   const policy::MemoryPlan& plan_;
   TierSet& tiers_;
   std::vector<Home> homes_;                  // [layer * batches + batch]
