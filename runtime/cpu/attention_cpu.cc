@@ -1,7 +1,10 @@
-// Attention kernels: causal prefill over a left-padded prompt (with H2O column sums) and
+// Attention kernels: causal prefill over a left-padded prompt (with H2O column sums) as blocked
+// GEMMs (per head and block of queries: scores = Q K^T, causal softmax, out = P V) and
 // single-token decode over KV slots, both grouped-query when several query heads share a KV head.
 // Scores and softmax are fp32; probabilities are exact softmax values so H2O accumulates the same
 // numbers whichever backend runs.
+#include <dnnl.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,6 +46,34 @@ inline void load_vec(const Tensor& t, size_t offset, int64_t d, float* dst) {
   }
 }
 
+// Queries per block of the prefill: the block's scores (kQueryBlock x keys floats) stay in cache
+// between the two GEMMs that produce and consume them.
+constexpr int64_t kQueryBlock = 64;
+
+// C = alpha * op(A) * op(B), row-major, on the calling thread (inside a parallel region the
+// library does not start threads of its own).
+void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                    int64_t ldc) {
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
+                                      lda, b, ldb, 0.0f, c, ldc);
+  if (st != dnnl_success) throw InternalError("attention: dnnl_sgemm failed");
+}
+
+// Softmax over the first `valid` of `n` scores in place; the rest (keys after the query) become 0.
+inline void softmax_causal(float* p, int64_t valid, int64_t n) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < valid; ++j) mx = std::max(mx, p[j]);
+  float sum = 0;
+  for (int64_t j = 0; j < valid; ++j) {
+    p[j] = std::exp(p[j] - mx);
+    sum += p[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < valid; ++j) p[j] *= inv;
+  std::fill(p + valid, p + n, 0.0f);
+}
+
 }  // namespace
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -57,43 +88,32 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
   if (colsum != nullptr && group > 1) head_cols.resize(static_cast<size_t>(b * h * s));
 #pragma omp parallel
   {
-    std::vector<float> kh(static_cast<size_t>(s * d)), vh(static_cast<size_t>(s * d));
-    std::vector<float> p(static_cast<size_t>(s)), acc(static_cast<size_t>(d));
+    std::vector<float> scores(static_cast<size_t>(kQueryBlock * s));
     std::vector<double> col(static_cast<size_t>(s));
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < b * h; ++bh) {
       const int64_t bi = bh / h, hi = bh % h, gi = hi / group;
-      const int64_t p0 = pad[bi];
-      const float* qb = q.data<float>() + bi * s * q_stride + hi * d;
-      const float* kb = k.data<float>() + bi * s * kv_stride + gi * d;
-      const float* vb = v.data<float>() + bi * s * kv_stride + gi * d;
+      const int64_t p0 = pad[bi], len = s - p0;  // the real positions
+      const float* qb = q.data<float>() + (bi * s + p0) * q_stride + hi * d;
+      const float* kb = k.data<float>() + (bi * s + p0) * kv_stride + gi * d;
+      const float* vb = v.data<float>() + (bi * s + p0) * kv_stride + gi * d;
       float* ob = out.data<float>() + bi * s * q_stride + hi * d;
-      for (int64_t j = 0; j < s; ++j) {  // gather this head's keys and values contiguously
-        std::copy_n(kb + j * kv_stride, d, kh.data() + j * d);
-        std::copy_n(vb + j * kv_stride, d, vh.data() + j * d);
-      }
-      std::fill(col.begin(), col.end(), 0.0);
       for (int64_t i = 0; i < p0; ++i) std::fill_n(ob + i * q_stride, d, 0.0f);
-      for (int64_t i = p0; i < s; ++i) {
-        const float* qi = qb + i * q_stride;
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int64_t j = p0; j <= i; ++j) {
-          p[j] = dot(qi, kh.data() + j * d, d) * scale;
-          mx = std::max(mx, p[j]);
+      ob += p0 * q_stride;
+      std::fill(col.begin(), col.end(), 0.0);
+      // Causal blocks of queries: rows [i0, i1) see keys [0, i1), so no block computes scores
+      // above the diagonal of another.
+      for (int64_t i0 = 0; i0 < len; i0 += kQueryBlock) {
+        const int64_t rows = std::min(kQueryBlock, len - i0), keys = i0 + rows;
+        gemm_row_major(false, true, rows, keys, d, scale, qb + i0 * q_stride, q_stride, kb,
+                       kv_stride, scores.data(), keys);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* p = scores.data() + r * keys;
+          softmax_causal(p, i0 + r + 1, keys);
+          for (int64_t j = 0; j <= i0 + r; ++j) col[p0 + j] += p[j];
         }
-        float sum = 0;
-        for (int64_t j = p0; j <= i; ++j) {
-          p[j] = std::exp(p[j] - mx);
-          sum += p[j];
-        }
-        const float inv = 1.0f / sum;
-        std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t j = p0; j <= i; ++j) {
-          p[j] *= inv;
-          col[j] += p[j];
-          axpy(p[j], vh.data() + j * d, acc.data(), d);
-        }
-        std::copy_n(acc.data(), d, ob + i * q_stride);
+        gemm_row_major(false, false, rows, d, keys, 1.0f, scores.data(), keys, vb, kv_stride,
+                       ob + i0 * q_stride, q_stride);
       }
       if (colsum == nullptr) continue;
       if (group == 1) {

@@ -329,6 +329,23 @@ TEST(GroupedQueryAttention, PrefillOutputAndPerKvHeadColumnSumsMatchTheFormula) 
   }
 }
 
+// Prompts longer than one block of queries: blocks that start mid-prompt, pads that end inside a
+// block, a last block of one row, and a sequence that is all padding but its last position.
+TEST(GroupedQueryAttention, PrefillAcrossQueryBlocksMatchesTheFormula) {
+  const int64_t b = 3, s = 150, h = 4, d = 32;
+  const std::vector<int32_t> pad = {0, 21, 149};
+  for (int64_t kvh : {4, 2}) {
+    const Tensor q = random_f32({b, s, h, d}, 40), k = random_f32({b, s, kvh, d}, 41);
+    const Tensor v = random_f32({b, s, kvh, d}, 42);
+    Tensor out = Tensor::zeros({b, s, h, d}, DType::F32);
+    Tensor colsum = Tensor::zeros({b, kvh, s}, DType::F32);
+    ops::attention_prefill(q, k, v, pad, 0.2f, out, &colsum);
+    const PrefillWant want = naive_prefill(q, k, v, pad, 0.2f);
+    EXPECT_LE(max_rel_error(out, want.out), 1e-5) << "kv heads " << kvh;
+    EXPECT_LE(max_rel_error(colsum, want.colsum), 1e-5) << "kv heads " << kvh;
+  }
+}
+
 TEST(GroupedQueryAttention, PrefillEqualsMultiHeadAttentionOverRepeatedKv) {
   const int64_t b = 2, s = 11, h = 6, kvh = 2, d = 8;
   const std::vector<int32_t> pad = {3, 0};
