@@ -1,11 +1,13 @@
 #include "engine/model_footprint.h"
 
+#include "runtime/ops/compute_choice.h"
+
 #include "runtime/core/storage_format.h"
 
 namespace h2oflex {
 
 DType matrix_dtype_for(ops::ComputeType ct) {
-  return ct == ops::ComputeType::BF16 ? DType::BF16 : DType::F32;
+  return ops::matrix_dtype_of(ct);
 }
 
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype) {

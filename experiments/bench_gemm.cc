@@ -41,15 +41,23 @@ double median_seconds(int repeats, Fn&& fn) {
 
 // oneDNN's own matmul on the same shape with inputs already in the compute type: the rate the
 // engine's linear() can at best reach (it adds the f32 -> bf16 activation conversion).
-double raw_onednn_seconds(const Shape3& s, bool bf16, int repeats) {
+// Returns 0 where the library has no matmul for the type.
+double raw_onednn_seconds(const Shape3& s, DType type, int repeats) {
   using dnnl::memory;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(eng);
-  const auto dt = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const auto dt = type == DType::BF16  ? memory::data_type::bf16
+                  : type == DType::F16 ? memory::data_type::f16
+                                       : memory::data_type::f32;
   memory::desc src({s.m, s.k}, dt, memory::dims{s.k, 1});
   memory::desc wei({s.k, s.n}, dt, memory::dims{1, s.k});
   memory::desc dst({s.m, s.n}, memory::data_type::f32, memory::dims{s.n, 1});
-  dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), eng));
+  dnnl::matmul prim;
+  try {
+    prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), eng));
+  } catch (const dnnl::error&) {
+    return 0;
+  }
   memory a(src, eng), b(wei, eng), c(dst, eng);
   std::fill_n(static_cast<char*>(a.get_data_handle()), src.get_size(), 0x3c);
   std::fill_n(static_cast<char*>(b.get_data_handle()), wei.get_size(), 0x3c);
@@ -76,21 +84,23 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 int bench_gemm(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
-  const bool bf16 = ct == ops::ComputeType::BF16;
+  const DType wdt = matrix_dtype_for(ct);
+  const char* type_name = dtype_name(wdt).data();
   const int64_t h = cfg.hidden, f = cfg.ffn;
   const int64_t rows_p = static_cast<int64_t>(o.batch) * o.prompt_len, rows_d = o.batch;
   const Shape3 shapes[] = {{"prefill qkv/out", rows_p, h, h}, {"prefill fc1", rows_p, h, f},
                            {"prefill fc2", rows_p, f, h},     {"decode qkv/out", rows_d, h, h},
                            {"decode fc1", rows_d, h, f},      {"decode fc2", rows_d, f, h}};
   std::printf("GEMM rates for %s shapes, %s compute (GFLOP/s, median of %d)\n", cfg.name.c_str(),
-              bf16 ? "bf16" : "f32", o.repeats);
+              type_name, o.repeats);
   std::printf("%-16s %8s %6s %6s %12s %12s %7s\n", "shape", "M", "K", "N", "h2oflex", "oneDNN",
               "ratio");
   nlohmann::json rows = nlohmann::json::array();
   for (const Shape3& s : shapes) {
     const double flop = 2.0 * s.m * s.k * s.n;
     const double ours = flop / engine_linear_seconds(s, ct, o.repeats) / 1e9;
-    const double raw = flop / raw_onednn_seconds(s, bf16, o.repeats) / 1e9;
+    const double raw_s = raw_onednn_seconds(s, wdt, o.repeats);
+    const double raw = raw_s > 0 ? flop / raw_s / 1e9 : 0;  // 0: no kernel for the type
     std::printf("%-16s %8ld %6ld %6ld %12.1f %12.1f %7.2f\n", s.name, static_cast<long>(s.m),
                 static_cast<long>(s.k), static_cast<long>(s.n), ours, raw, ours / raw);
     rows.push_back({{"shape", s.name},
@@ -100,17 +110,16 @@ int bench_gemm(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeT
                     {"h2oflex_gflops", ours},
                     {"onednn_gflops", raw}});
   }
-  write_json(o.json_out,
-             {{"model", cfg.name}, {"compute_dtype", bf16 ? "bf16" : "f32"}, {"rows", rows}});
+  write_json(o.json_out, {{"model", cfg.name}, {"compute_dtype", type_name}, {"rows", rows}});
   return 0;
 }
 
 // End-to-end prefill of a dummy model against the GEMM rate of its own prefill shapes.
 int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::ComputeType ct) {
-  const bool bf16 = ct == ops::ComputeType::BF16;
+  const DType wdt = matrix_dtype_for(ct);
+  const char* type_name = dtype_name(wdt).data();
   const OptModel model(cfg);
-  const ModelWeights w =
-      load_model_weights(model, bf16 ? DType::BF16 : DType::F32, dummy_weight_producer(1));
+  const ModelWeights w = load_model_weights(model, wdt, dummy_weight_producer(1));
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
   for (int b = 0; b < o.batch; ++b) {
     for (int t = 0; t < o.prompt_len; ++t) {
@@ -120,7 +129,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
   GenerationSettings g;
   g.gen_len = 1;
   g.compute = ct;
-  g.kv_dtype = bf16 ? DType::BF16 : DType::F32;
+  g.kv_dtype = wdt;
   std::vector<double> times;
   for (int i = 0; i < std::max(1, o.repeats / 2); ++i) {
     times.push_back(generate_in_ram(model, w, prompts, g).prefill_s);
@@ -136,13 +145,15 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
   for (const Shape3& s :
        {Shape3{"qkv/out", rows, cfg.hidden, cfg.hidden}, Shape3{"fc1", rows, cfg.hidden, cfg.ffn},
         Shape3{"fc2", rows, cfg.ffn, cfg.hidden}}) {
-    const double one = raw_onednn_seconds(s, bf16, o.repeats);
+    // The library's rate in the run's type, or in f32 where it has no kernel for that type.
+    double one = raw_onednn_seconds(s, wdt, o.repeats);
+    if (one == 0) one = raw_onednn_seconds(s, DType::F32, o.repeats);
     gemm_s += (s.n == s.k ? 4 : 1) * one;
   }
   gemm_s *= cfg.layers;
   const double fraction = gemm_s / t;
   std::printf("prefill %s dummy, batch %d x %d tokens, %s: %.3f s end to end\n", cfg.name.c_str(),
-              o.batch, o.prompt_len, bf16 ? "bf16" : "f32", t);
+              o.batch, o.prompt_len, type_name, t);
   std::printf("  the same GEMMs alone in oneDNN: %.3f s (%.1f GFLOP/s)\n", gemm_s,
               gemm_flop / gemm_s / 1e9);
   std::printf("  end-to-end rate: %.1f GFLOP/s = %.1f%% of the GEMM rate\n", gemm_flop / t / 1e9,

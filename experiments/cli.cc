@@ -66,7 +66,7 @@ int cli_main(int argc, char** argv) {
   bench_cmd->add_option("--batch", bc.batch, "sequences");
   bench_cmd->add_option("--prompt-len", bc.prompt_len, "prompt tokens");
   bench_cmd->add_option("--repeats", bc.repeats, "timed repetitions (median reported)");
-  bench_cmd->add_option("--compute-dtype", bc.compute_dtype, "auto | f32 | bf16");
+  bench_cmd->add_option("--compute-dtype", bc.compute_dtype, "auto | f32 | f16 | bf16");
   bench_cmd->add_option("--json", bc.json_out, "write the result document here");
 
   PlanOptions plan;
@@ -109,7 +109,7 @@ int cli_main(int argc, char** argv) {
   prof_cmd->add_option("--disk-path", prof.disk_path, "directory for the disk measurement");
   prof_cmd->add_option("--size", prof_size, "disk test file size, e.g. 1GiB");
   prof_cmd->add_option("--name", prof.name, "profile name");
-  prof_cmd->add_option("--compute-dtype", prof.compute_dtype, "auto | f32 | bf16");
+  prof_cmd->add_option("--compute-dtype", prof.compute_dtype, "auto | f32 | f16 | bf16");
   prof_cmd->add_option("--model", prof.model, "OPT model whose layer shape to measure");
   prof_cmd
       ->add_option("--decode-batches", prof.decode_rows,

@@ -36,9 +36,7 @@ double element_bytes(const YAML::Node& config, const policy::HardwareProfile& hw
   if (hw.compute_device == policy::ComputeDevice::Gpu) return 2;  // fp16, as FlexGen
   const std::string dtype =
       config["compute_dtype"] ? config["compute_dtype"].as<std::string>() : "auto";
-  if (dtype == "f32") return 4;
-  if (dtype == "bf16") return 2;
-  return cpu_has_native_bf16() ? 2 : 4;  // what "auto" resolves to on this CPU
+  return resolve_compute_type(dtype) == ops::ComputeType::F32 ? 4 : 2;
 }
 
 YAML::Node policy_node(const policy::Policy& p) {

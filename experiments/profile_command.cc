@@ -320,7 +320,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   ProfileMeasurements m;
   const ops::ComputeType ct = resolve_compute_type(o.compute_dtype);
   const DType wdt = matrix_dtype_for(ct);
-  m.compute_dtype = wdt == DType::BF16 ? "bf16" : "f32";
+  m.compute_dtype = std::string(dtype_name(wdt));
 
   std::fprintf(stderr, "profile: memcpy ...\n");
   m.memcpy_bps = measure_memcpy(o.memcpy_bytes, o.repeats);

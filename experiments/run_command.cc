@@ -19,6 +19,7 @@
 #include "experiments/sha256.h"
 #include "policy/run_policy.h"
 #include "runtime/core/rng.h"
+#include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
 
@@ -279,7 +280,14 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   const int capacity = c.kv.capacity(c.prompt_len, c.gen_len);
   r["model"] = model.name();
   r["model_source"] = src.description;
-  r["compute_dtype"] = ct == ops::ComputeType::BF16 ? "bf16" : "f32";
+  r["compute_dtype"] = std::string(ops::compute_type_name(ct));
+  if (!on_gpu && !ops::parse_compute_dtype(c.compute_dtype, "compute_dtype")) {
+    // What "auto" measured: seconds of one prefill-like and one decode-like GEMM per type.
+    for (const ops::ComputeRate& rate : ops::measured_cpu_compute_rates()) {
+      r["compute_dtype_auto"][std::string(ops::compute_type_name(rate.type))] = {
+          {"prefill_gemm_s", rate.prefill_s}, {"decode_gemm_s", rate.decode_s}};
+    }
+  }
   r["prompt_len"] = c.prompt_len;
   r["gen_len"] = c.gen_len;
   r["batch_size"] = prompts.size();

@@ -10,6 +10,7 @@
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/quote.h"
+#include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
 
@@ -136,9 +137,7 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   H2OFLEX_INPUT_CHECK(c.batch_size >= 1, source, ": batch_size must be >= 1, got ", c.batch_size);
   H2OFLEX_INPUT_CHECK(c.temperature >= 0, source, ": temperature must be >= 0");
   H2OFLEX_INPUT_CHECK(c.top_p > 0 && c.top_p <= 1, source, ": top_p must be in (0, 1]");
-  H2OFLEX_INPUT_CHECK(
-      c.compute_dtype == "auto" || c.compute_dtype == "f32" || c.compute_dtype == "bf16", source,
-      ": compute_dtype: expected auto, f32 or bf16, got '", c.compute_dtype, "'");
+  ops::parse_compute_dtype(c.compute_dtype, source + ": compute_dtype");
   if (const YAML::Node ids = root["prompt_ids"]) {
     H2OFLEX_INPUT_CHECK(ids.IsSequence() && ids.size() > 0, source,
                         ": prompt_ids must be a non-empty list of lists of token ids");
@@ -283,25 +282,9 @@ void check_run_paths(const RunConfig& c) {
   }
 }
 
-bool cpu_has_native_bf16() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-#if defined(__clang__) && __clang_major__ < 16
-  // Older clang knows no "amx-bf16" name (the fuzz builds use it); AMX machines have
-  // AVX512-BF16 as well.
-  return __builtin_cpu_supports("avx512bf16");
-#else
-  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
-#endif
-#else
-  return false;
-#endif
-}
-
 ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu) {
-  if (compute_dtype == "f32") return ops::ComputeType::F32;
-  if (compute_dtype == "bf16") return ops::ComputeType::BF16;
-  return on_gpu || cpu_has_native_bf16() ? ops::ComputeType::BF16 : ops::ComputeType::F32;
+  if (auto chosen = ops::parse_compute_dtype(compute_dtype, "compute_dtype")) return *chosen;
+  return on_gpu ? ops::ComputeType::BF16 : ops::fastest_cpu_compute_type();
 }
 
 }  // namespace h2oflex

@@ -21,7 +21,7 @@ struct RunConfig {
   int prompt_len = 32;
   int gen_len = 8;
   int batch_size = 1;
-  std::string compute_dtype = "auto";   // auto | f32 | bf16
+  std::string compute_dtype = "auto";   // auto | f32 | f16 | bf16 (or fp32, float32, ...)
   std::string compute_device = "auto";  // auto (cuda when usable) | cpu | cuda
   uint64_t seed = 1;
   std::vector<std::vector<int32_t>> prompt_ids;  // explicit prompts (lengths may differ)
@@ -62,9 +62,8 @@ std::vector<RunConfig> with_overrides_named(
 // an existing directory this process can create files in. Throws InputError naming the key.
 void check_run_paths(const RunConfig& config);
 
-// Resolves compute_dtype "auto": bf16 on a GPU and where the CPU has native bf16 matrix
-// instructions (AMX or AVX512-BF16), else f32.
+// Resolves compute_dtype (any spelling ops::parse_compute_dtype accepts): "auto" is bf16 on a
+// GPU and, on a CPU, the type whose GEMMs this machine runs fastest (measured once per process).
 ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu = false);
-bool cpu_has_native_bf16();
 
 }  // namespace h2oflex
