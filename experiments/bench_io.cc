@@ -12,6 +12,7 @@
 #include <random>
 
 #include "experiments/output_paths.h"
+#include "experiments/shell_command.h"
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
@@ -40,31 +41,15 @@ bool fio_on_path() {
   return false;
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 // Runs fio once and returns its bandwidth in bytes per second.
 double run_fio(const std::string& file, bool write, const BenchIoOptions& o) {
   const std::string cmd = detail::concat(
       "fio --name=h2oflex-bench-io --ioengine=io_uring --direct=1 --rw=", write ? "write" : "read",
       " --bs=", o.chunk, " --iodepth=", o.queue_depth, " --size=", o.size_bytes,
       " --filename=", shell_quote(file), " --output-format=json 2>&1");
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) throw IoError("cannot start fio");
-  std::string output;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) output.append(buf, n);
-  const int status = ::pclose(pipe);
+  const CommandResult fio = run_shell_command(cmd);
+  const int status = fio.status;
+  const std::string& output = fio.output;
   const size_t brace = output.find('{');
   if (status != 0 || brace == std::string::npos) {
     throw IoError(detail::concat("fio failed (status ", status, "): ", output.substr(0, 2000)));

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/compute_device.h"
+#include "experiments/peer_run.h"
 #include "experiments/plan_command.h"
 #include "experiments/run_config.h"
 #include "policy/kv_policy.h"
@@ -166,6 +167,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
   struct Pending {
     size_t index;       // into `out`
     YAML::Node config;  // the row's run config, `policy: auto` resolved
+    bool peer = false;  // run the row's peer, not h2oflex
   };
   std::vector<Pending> pending;
   const size_t total = suite.rows.size();
@@ -175,6 +177,16 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     rr.batch = row.published_batch;
     std::fprintf(stderr, "[%d/%zu] %s: ", row.index + 1, total,
                  row.label.empty() ? row.model.c_str() : row.label.c_str());
+    if (row.peer) {
+      rr.batch = row.config["batch_size"] ? row.config["batch_size"].as<std::string>() : "1";
+      for (const auto& [key, value] : row.peer->args) {
+        rr.policy += (rr.policy.empty() ? "" : " ") + key + " " + value;
+      }
+      if (!predict_only && row.measure) pending.push_back({out.size(), row.config, true});
+      std::fprintf(stderr, "peer (%s)\n", row.system.c_str());
+      out.push_back(std::move(rr));
+      continue;
+    }
     if (!row.predict) {
       rr.note = "published number only (" + row.system + " is not modeled)";
       std::fprintf(stderr, "%s\n", rr.note.c_str());
@@ -245,7 +257,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
           run_config["compute_device"] =
               hw.compute_device == policy::ComputeDevice::Gpu ? "cuda" : "cpu";
         }
-        pending.push_back({out.size(), run_config});
+        pending.push_back({out.size(), run_config, false});
       }
     }
     std::fprintf(stderr, "predicted %s tok/s, published %s%s%s\n",
@@ -264,7 +276,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       std::fprintf(stderr, "[run %d/%d] %s: ", round + 1, suite.repeats,
                    rr.row->label.empty() ? rr.row->model.c_str() : rr.row->label.c_str());
       try {
-        MeasuredRow m = measure(pr.config);
+        MeasuredRow m = pr.peer ? run_peer(*rr.row) : measure(pr.config);
         if (!m.skip_reason.empty()) {
           rr.note = "not run: " + m.skip_reason;
           std::fprintf(stderr, "%s\n", rr.note.c_str());
@@ -293,6 +305,14 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     if (mid.projected && rr.note.empty()) rr.note = "measured value is projected";
     rr.measurement = std::move(mid);
   }
+  for (ResultRow& rr : out) {
+    if (rr.row->versus.empty() || !rr.measured) continue;
+    for (const ResultRow& other : out) {
+      if (other.row->label == rr.row->versus && other.measured && *other.measured > 0) {
+        rr.versus_ratio = *rr.measured / *other.measured;
+      }
+    }
+  }
   return out;
 }
 
@@ -320,7 +340,8 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
      << (predict_only ? "Cost-model predictions only (`--predict`). "
                       : "Measured on this machine where it can run. ")
      << "ratio = (measured, else predicted) / (published, else predicted); with several runs, "
-        "measured = median (min-max). policy = FlexGen's "
+        "measured = median (min-max); \"1.56 x L\" = measured / row L's measured. policy = "
+        "FlexGen's "
         "percent order (w_gpu w_cpu cache_gpu cache_cpu act_gpu act_cpu); ccc = "
         "cpu_cache_compute.\n\n";
   os << "| row | system | model | prompt+gen | batch | policy | published | predicted | measured "
@@ -328,7 +349,8 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
   os << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const ResultRow& r : rows) {
     const SuiteRow& s = *r.row;
-    std::string ratio = opt_fmt(r.ratio());
+    std::string ratio =
+        r.versus_ratio ? fmt(*r.versus_ratio) + " x " + s.versus : opt_fmt(r.ratio());
     if (const auto ok = r.within_band()) {
       ratio += std::string(*ok ? " (within " : " (OUTSIDE ") + "±" + fmt(*s.band * 100, 2) + "%)";
     }
@@ -370,6 +392,10 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
     j["measured_tok_s"] = num(r.measured);
     j["measured_runs_tok_s"] = r.measured_runs;
     j["ratio"] = num(r.ratio());
+    if (!s.versus.empty()) {
+      j["versus"] = s.versus;
+      j["versus_ratio"] = num(r.versus_ratio);
+    }
     j["band"] = num(s.band);
     const auto ok = r.within_band();
     j["within_band"] = ok ? nlohmann::json(*ok) : nlohmann::json(nullptr);

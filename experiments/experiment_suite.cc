@@ -1,5 +1,6 @@
 #include "experiments/experiment_suite.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "policy/kv_policy.h"
@@ -41,9 +42,10 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
   SuiteRow r;
   r.index = index;
   std::string where = path + ": rows[" + std::to_string(index) + "]";
-  require_mapping(node, where,
-                  {"label", "system", "hardware_profile", "published_tok_s", "published_batch",
-                   "published_projection", "predict", "measure", "band", "config"});
+  require_mapping(
+      node, where,
+      {"label", "system", "hardware_profile", "published_tok_s", "published_batch",
+       "published_projection", "predict", "measure", "band", "config", "peer", "versus"});
   if (node["label"]) r.label = read_string(node["label"], key_path(where, "label"));
   if (!r.label.empty()) where += " (" + r.label + ")";
   r.where = where;
@@ -81,6 +83,24 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
     H2OFLEX_INPUT_CHECK(v > 0 && v < 1, key_path(where, "band"), ": ", v, " is not in (0, 1)");
     r.band = v;
   }
+  if (node["peer"]) {
+    const std::string ppath = key_path(where, "peer");
+    require_mapping(node["peer"], ppath, {"script", "args"});
+    H2OFLEX_INPUT_CHECK(node["peer"]["script"], key_path(ppath, "script"), ": missing");
+    SuiteRow::Peer peer;
+    peer.script = resolve(path, read_string(node["peer"]["script"], key_path(ppath, "script")));
+    if (const YAML::Node args = node["peer"]["args"]) {
+      H2OFLEX_INPUT_CHECK(args.IsMap(), key_path(ppath, "args"), ": expected a mapping");
+      for (const auto& kv : args) {
+        const std::string key = kv.first.as<std::string>();
+        peer.args.emplace_back(key, read_string(kv.second, key_path(key_path(ppath, "args"), key)));
+      }
+    }
+    r.peer = std::move(peer);
+    r.predict = false;  // the cost model describes h2oflex, not its peers
+    if (r.system == "h2oflex") r.system = "peer";
+  }
+  if (node["versus"]) r.versus = read_string(node["versus"], key_path(where, "versus"));
   const std::string cpath = key_path(where, "config");
   H2OFLEX_INPUT_CHECK(node["config"], cpath,
                       ": missing (every row needs model, prompt_len, gen_len)");
@@ -143,6 +163,13 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
                       ": rows: expected a non-empty list of rows");
   for (size_t i = 0; i < root["rows"].size(); ++i) {
     s.rows.push_back(parse_row(root["rows"][i], static_cast<int>(i), defaults, path));
+  }
+  for (const SuiteRow& r : s.rows) {
+    if (r.versus.empty()) continue;
+    const bool known = std::any_of(s.rows.begin(), s.rows.end(), [&](const SuiteRow& o) {
+      return o.label == r.versus && o.index != r.index;
+    });
+    H2OFLEX_INPUT_CHECK(known, r.where, ".versus: no other row is labelled '", r.versus, "'");
   }
   return s;
 }

@@ -27,6 +27,15 @@ struct SuiteRow {
   bool measure = true;         // false: never run, even without --predict
   std::optional<double> band;  // |predicted/published - 1| <= band is expected
   YAML::Node config;           // run-config fragment (model, prompt_len, gen_len, policy, ...)
+  // A peer row runs another system on the same shapes instead of h2oflex: `script` (a path
+  // relative to the suite file) is run as `python script --model M --batch B --prompt-len P
+  // --gen-len G [--key value for each of args] --json OUT` and prints h2oflex's result keys.
+  struct Peer {
+    std::string script;                                     // resolved path
+    std::vector<std::pair<std::string, std::string>> args;  // e.g. {dtype, f32}
+  };
+  std::optional<Peer> peer;
+  std::string versus;  // label of the row this row's measured throughput is divided by
   // Convenience copies from `config`.
   std::string model;
   int prompt_len = 0, gen_len = 0;

@@ -29,12 +29,12 @@ inline void axpy(float alpha, const float* x, float* y, int64_t d) {
   for (int64_t i = 0; i < d; ++i) y[i] += alpha * x[i];
 }
 
-// Copies one cached vector to f32.
-inline void load_vec(const Tensor& t, size_t offset, int64_t d, float* dst) {
+// One cached vector as f32: in place for an f32 cache, else converted into `scratch`.
+inline const float* load_vec(const Tensor& t, size_t offset, int64_t d, float* scratch) {
+  float* dst = scratch;
   switch (t.dtype()) {
     case DType::F32:
-      std::copy_n(t.data<float>() + offset, d, dst);
-      break;
+      return t.data<float>() + offset;
     case DType::BF16:
       convert_bf16_to_f32(t.data<uint16_t>() + offset, dst, static_cast<size_t>(d));
       break;
@@ -44,6 +44,7 @@ inline void load_vec(const Tensor& t, size_t offset, int64_t d, float* dst) {
     default:
       throw InternalError("KV cache must be f32, f16 or bf16");
   }
+  return dst;
 }
 
 // Queries per block of the prefill: the block's scores (kQueryBlock x keys floats) stay in cache
@@ -168,8 +169,8 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
       float mx = self;
       for (int64_t j = 0; j < cap; ++j) {
         if (pos[j] < 0) continue;
-        load_vec(k_cache, base + static_cast<size_t>(j * d), d, vec.data());
-        p[j] = dot(qi, vec.data(), d) * scale;
+        p[j] =
+            dot(qi, load_vec(k_cache, base + static_cast<size_t>(j * d), d, vec.data()), d) * scale;
         mx = std::max(mx, p[j]);
       }
       float sum = self = std::exp(self - mx);
@@ -186,8 +187,8 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
           continue;
         }
         p[j] *= inv;
-        load_vec(v_cache, base + static_cast<size_t>(j * d), d, vec.data());
-        axpy(p[j], vec.data(), acc.data(), d);
+        axpy(p[j], load_vec(v_cache, base + static_cast<size_t>(j * d), d, vec.data()), acc.data(),
+             d);
       }
       self *= inv;
       axpy(self, v_new.data<float>() + bkv * d, acc.data(), d);
