@@ -10,6 +10,10 @@ namespace h2oflex::cpu {
 using ops::ComputeType;
 using ops::SampleParams;
 
+// Whether the GEMM library has a kernel of its own for `ct` (f32 always). Without one, linear()
+// rounds the inputs to the 16-bit type and runs an f32 GEMM: more work than f32 itself.
+bool gemm_has_kernel(ComputeType ct);
+
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
 

@@ -112,6 +112,11 @@ void widen(DType t, const uint16_t* in, float* out, int64_t n) {
 
 }  // namespace
 
+bool gemm_has_kernel(ComputeType ct) {
+  if (ct == ComputeType::F32) return true;
+  return library_has_half_matmul(ct == ComputeType::BF16 ? DType::BF16 : DType::F16);
+}
+
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu) {
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);

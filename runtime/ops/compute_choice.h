@@ -29,11 +29,12 @@ struct ComputeRate {
   double decode_s;
 };
 
-// Measures every type once per process (about a tenth of a second) and picks the one with the
-// least prefill_s + decode_s. f32 is kept unless a 16-bit type is at least kNarrowMargin faster:
-// a near tie would otherwise flip between runs, and f32 is the exact arithmetic.
+// Measures f32 and each 16-bit type the GEMM library has a kernel for, once per process (a few
+// hundredths of a second), and picks the one with the least prefill_s + decode_s. f32 is kept
+// unless a 16-bit type is at least kNarrowMargin faster: a near tie would otherwise flip between
+// runs, and f32 is the exact arithmetic.
 ComputeType fastest_cpu_compute_type();
-const std::vector<ComputeRate>& measured_cpu_compute_rates();
+const std::vector<ComputeRate>& measured_cpu_compute_rates();  // f32 first
 inline constexpr double kNarrowMargin = 1.2;
 
 }  // namespace h2oflex::ops

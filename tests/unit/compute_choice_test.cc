@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "runtime/core/error.h"
+#include "runtime/cpu/cpu_ops.h"
 
 namespace h2oflex::ops {
 namespace {
@@ -38,8 +39,9 @@ TEST(ComputeDtype, UnknownSpellingNamesTheKeyAndTheChoices) {
 
 TEST(ComputeDtype, AutoPicksByItsOwnMeasurements) {
   const auto& rates = measured_cpu_compute_rates();
-  ASSERT_EQ(rates.size(), 3u);
+  ASSERT_GE(rates.size(), 1u);
   EXPECT_EQ(rates.front().type, ComputeType::F32);
+  for (const ComputeRate& r : rates) EXPECT_TRUE(cpu::gemm_has_kernel(r.type));
   const auto total = [](const ComputeRate& r) { return r.prefill_s + r.decode_s; };
   for (const ComputeRate& r : rates) EXPECT_GT(total(r), 0);
   const ComputeType chosen = fastest_cpu_compute_type();
