@@ -1,13 +1,11 @@
 #include "engine/model_footprint.h"
 
-#include "runtime/ops/compute_choice.h"
-
 #include "runtime/core/storage_format.h"
 
 namespace h2oflex {
 
 DType matrix_dtype_for(ops::ComputeType ct) {
-  return ops::matrix_dtype_of(ct);
+  return ops::operand_dtype(ct);
 }
 
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype) {

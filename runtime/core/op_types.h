@@ -11,6 +11,20 @@ namespace h2oflex::ops {
 
 enum class ComputeType : uint8_t { F32, BF16, F16 };
 
+// The type of a GEMM's operands in compute type ct: activations are rounded to it and weight
+// matrices are stored in it.
+inline DType operand_dtype(ComputeType ct) {
+  switch (ct) {
+    case ComputeType::BF16:
+      return DType::BF16;
+    case ComputeType::F16:
+      return DType::F16;
+    case ComputeType::F32:
+      break;
+  }
+  return DType::F32;
+}
+
 // Sampling: temperature and nucleus (top-p) filtering from a counter-based stream.
 struct SampleParams {
   float temperature = 1.0f;

@@ -18,18 +18,6 @@
 namespace h2oflex::cuda {
 namespace {
 
-DType operand_dtype(ComputeType ct) {
-  switch (ct) {
-    case ComputeType::F32:
-      return DType::F32;
-    case ComputeType::BF16:
-      return DType::BF16;
-    case ComputeType::F16:
-      return DType::F16;
-  }
-  throw InternalError("linear: unknown compute type");
-}
-
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
     case DType::F32:
@@ -76,7 +64,7 @@ void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tens
   if (k == 0) {  // empty reduction: the product is zero
     CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, static_cast<size_t>(m * n) * sizeof(float), stream));
   } else {
-    const DType op_dtype = operand_dtype(ct);
+    const DType op_dtype = ops::operand_dtype(ct);
     const size_t op_size = dtype_size(op_dtype);
     const cudaDataType_t t = cuda_type(op_dtype);
     const bool convert_w = w.dtype() != op_dtype, convert_x = op_dtype != DType::F32;

@@ -11,18 +11,6 @@
 
 namespace h2oflex::ops {
 
-DType matrix_dtype_of(ComputeType ct) {
-  switch (ct) {
-    case ComputeType::F32:
-      return DType::F32;
-    case ComputeType::BF16:
-      return DType::BF16;
-    case ComputeType::F16:
-      return DType::F16;
-  }
-  return DType::F32;
-}
-
 namespace {
 
 // Values for timing only: cheap to make (the choice runs at the start of every `auto` run, also
@@ -37,7 +25,7 @@ Tensor timing_matrix(int64_t rows, int64_t cols, float scale) {
 // Best of two timings of x[m, k] · w[n, k]^T in type ct (after one warm-up call).
 double linear_seconds(ComputeType ct, int64_t m, int64_t k, int64_t n) {
   const Tensor x = timing_matrix(m, k, 0.1f);
-  const Tensor w = to_dtype(timing_matrix(n, k, 0.01f), matrix_dtype_of(ct));
+  const Tensor w = to_dtype(timing_matrix(n, k, 0.01f), operand_dtype(ct));
   Tensor out = Tensor::empty({m, n}, DType::F32);
   linear(x, w, nullptr, out, ct);
   double best = 1e30;
@@ -62,7 +50,7 @@ std::optional<ComputeType> parse_compute_dtype(std::string_view name, std::strin
 }
 
 std::string_view compute_type_name(ComputeType ct) {
-  return dtype_name(matrix_dtype_of(ct));
+  return dtype_name(operand_dtype(ct));
 }
 
 const std::vector<ComputeRate>& measured_cpu_compute_rates() {

@@ -18,10 +18,6 @@ std::optional<ComputeType> parse_compute_dtype(std::string_view name, std::strin
 
 std::string_view compute_type_name(ComputeType ct);
 
-// The type the weight matrices are stored in for compute type ct (their own type: the 16-bit
-// GEMMs read 16-bit weights).
-DType matrix_dtype_of(ComputeType ct);
-
 // Seconds of one linear() in each type on a prefill-like and a decode-like shape.
 struct ComputeRate {
   ComputeType type;
