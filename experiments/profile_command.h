@@ -44,7 +44,8 @@ struct ProfileOptions {
   std::string disk_path = ".";  // directory for the disk test file (removed afterwards)
   uint64_t disk_bytes = 1ull << 30;
   std::string name = "local_cpu";
-  std::string compute_dtype = "auto";  // auto | f32 | f16 | bf16 (or fp32, float32, ...), as in a run config
+  // auto | f32 | f16 | bf16 (or fp32, float32, ...), as in a run config
+  std::string compute_dtype = "auto";
 
   // Shapes. The defaults are those of the local suite's largest model and its batches; tests
   // shrink them.

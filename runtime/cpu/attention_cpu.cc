@@ -31,20 +31,19 @@ inline void axpy(float alpha, const float* x, float* y, int64_t d) {
 
 // One cached vector as f32: in place for an f32 cache, else converted into `scratch`.
 inline const float* load_vec(const Tensor& t, size_t offset, int64_t d, float* scratch) {
-  float* dst = scratch;
   switch (t.dtype()) {
     case DType::F32:
       return t.data<float>() + offset;
     case DType::BF16:
-      convert_bf16_to_f32(t.data<uint16_t>() + offset, dst, static_cast<size_t>(d));
+      convert_bf16_to_f32(t.data<uint16_t>() + offset, scratch, static_cast<size_t>(d));
       break;
     case DType::F16:
-      convert_f16_to_f32(t.data<uint16_t>() + offset, dst, static_cast<size_t>(d));
+      convert_f16_to_f32(t.data<uint16_t>() + offset, scratch, static_cast<size_t>(d));
       break;
     default:
       throw InternalError("KV cache must be f32, f16 or bf16");
   }
-  return dst;
+  return scratch;
 }
 
 // Queries per block of the prefill: the block's scores (kQueryBlock x keys floats) stay in cache

@@ -114,7 +114,7 @@ void widen(DType t, const uint16_t* in, float* out, int64_t n) {
 
 bool gemm_has_kernel(ComputeType ct) {
   if (ct == ComputeType::F32) return true;
-  return library_has_half_matmul(ct == ComputeType::BF16 ? DType::BF16 : DType::F16);
+  return library_has_half_matmul(ops::operand_dtype(ct));
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
@@ -132,7 +132,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
       wt = DType::F32;
     }
   } else {
-    act = ct == ComputeType::BF16 ? DType::BF16 : DType::F16;
+    act = ops::operand_dtype(ct);
     H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
                   " weights, got ", dtype_name(wt));
     uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
