@@ -11,8 +11,9 @@ DType matrix_dtype_for(ops::ComputeType ct) {
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype) {
   policy::ModelFootprint f;
   for (const WeightSpec& s : model.weight_specs()) {
-    f.tensor_bytes.push_back(
-        tensor_bytes(StorageFormat::plain(stored_dtype(s.role, matrix_dtype)), s.shape));
+    f.tensor_bytes.push_back(tensor_bytes(stored_format(s, matrix_dtype, false), s.shape));
+    f.compressed_bytes.push_back(
+        compressible(s) ? tensor_bytes(stored_format(s, matrix_dtype, true), s.shape) : 0);
   }
   f.unit_tensors = model.unit_tensors();
   const KvGeometry g = model.kv_geometry();

@@ -43,7 +43,7 @@ policy::MemoryPlan plan_for(const PipelineSpec& spec, const RunShape& r) {
   shape.prompt_len = r.padded.seq;
   shape.gen_len = spec.gen.gen_len;
   shape.kv_slots = r.slots;
-  shape.kv_format = StorageFormat::plain(spec.gen.kv_dtype);
+  shape.kv_format = kv_storage_format(spec.gen.kv_dtype, spec.policy.compress_cache);
   shape.separate_device = spec.device != PipelineDevice::Cpu;
   shape.gpu = spec.device == PipelineDevice::Cuda;
   return policy::plan_memory(model_footprint(*spec.model, matrix_dtype_for(spec.gen.compute)),

@@ -53,6 +53,8 @@ YAML::Node policy_node(const policy::Policy& p) {
   n["overlap"] = p.overlap;
   n["cpu_cache_compute"] = p.cpu_cache_compute;
   n["pin_weight"] = p.pin_weight;
+  n["compress_weight"] = p.compress_weight;
+  n["compress_cache"] = p.compress_cache;
   return n;
 }
 

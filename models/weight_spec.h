@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 
+#include "runtime/core/storage_format.h"
 #include "runtime/core/tensor.h"
 
 namespace h2oflex {
@@ -25,6 +26,20 @@ using WeightProducer = std::function<void(const WeightSpec&, DType, void* dst)>;
 // The dtype a tensor of `role` is stored in when matrices use `matrix_dtype`.
 inline DType stored_dtype(WeightRole role, DType matrix_dtype) {
   return role == WeightRole::Matrix ? matrix_dtype : DType::F32;
+}
+
+// compress_weight compresses the decoder layers' matrices. The embedding unit's tables stay
+// plain: they are read by row lookups, the token table is also the tied LM head, and they are a
+// few percent of a large model's bytes. Vectors (biases, norms) are never compressed.
+inline bool compressible(const WeightSpec& spec) {
+  return spec.role == WeightRole::Matrix && spec.layer >= 0 && spec.shape.size() == 2;
+}
+
+// How a tensor is stored: plain in stored_dtype, or compressed to 4 bits when `compress` and the
+// tensor is compressible (dequantized to the matrix dtype).
+inline StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, bool compress) {
+  const DType dt = stored_dtype(spec.role, matrix_dtype);
+  return compress && compressible(spec) ? compressed_format(dt) : StorageFormat::plain(dt);
 }
 
 }  // namespace h2oflex

@@ -86,12 +86,14 @@ double decode_context(const Derived& d, DecodeContext ctx) {
 
 }  // namespace
 
-PlanShape plan_shape(const ModelShape& model, const Workload& w, bool separate_device) {
+PlanShape plan_shape(const ModelShape& model, const Policy& p, const Workload& w,
+                     bool separate_device) {
   PlanShape s;
   s.prompt_len = w.prompt_len;
   s.gen_len = w.gen_len;
   s.kv_slots = w.kv.resolve(w.prompt_len, w.gen_len).capacity(w.prompt_len, w.gen_len);
-  s.kv_format = StorageFormat::plain(model.kv_bytes >= 4 ? DType::F32 : DType::BF16);
+  const DType kv_dtype = model.kv_bytes >= 4 ? DType::F32 : DType::BF16;
+  s.kv_format = kv_storage_format(kv_dtype, p.compress_cache);
   s.separate_device = separate_device;
   s.gpu = separate_device;  // the cost model's separate device is a GPU
   return s;
@@ -101,7 +103,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const W
                                bool separate_device) {
   H2OFLEX_CHECK(!model.footprint.tensor_bytes.empty(), "model '", model.name,
                 "': no footprint to estimate memory from");
-  const MemoryPlan plan = plan_memory(model.footprint, p, plan_shape(model, w, separate_device));
+  const MemoryPlan plan = plan_memory(model.footprint, p, plan_shape(model, p, w, separate_device));
   const TierBytes bytes{static_cast<double>(plan.on(TierKind::Device)),
                         static_cast<double>(plan.on(TierKind::Host)),
                         static_cast<double>(plan.on(TierKind::Disk))};

@@ -99,7 +99,8 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w,
                                bool separate_device);
 // The plan's inputs for a workload (KV slots from the resolved rule, KV at kv_bytes).
-PlanShape plan_shape(const ModelShape& model, const Workload& w, bool separate_device);
+PlanShape plan_shape(const ModelShape& model, const Policy& p, const Workload& w,
+                     bool separate_device);
 
 // Tier capacities to check a peak against.
 TierBytes capacities(const HardwareLimits& limits);  // 0 in limits = unlimited

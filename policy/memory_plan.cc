@@ -55,11 +55,21 @@ WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool sep
   WeightPlacement w;
   MemoryPlan staging_rule;  // only for staged()
   staging_rule.separate_device = separate;
-  // Home tiers by FlexGen's cumulative rule over the tensors in execution order.
+  // Home tiers by FlexGen's cumulative rule over the tensors (as stored) in execution order.
+  const size_t n = m.tensor_bytes.size();
+  H2OFLEX_CHECK(m.compressed_bytes.empty() || m.compressed_bytes.size() == n, "footprint: ",
+                m.compressed_bytes.size(), " compressed sizes for ", n, " tensors");
+  w.plain = m.tensor_bytes;
   w.bytes = m.tensor_bytes;
-  w.home = assign_home_tiers(m.tensor_bytes, TierShares{p.w_gpu, p.w_cpu, p.w_disk()});
-  for (size_t i = 0; i < m.tensor_bytes.size(); ++i) {
-    w.tier_bytes[static_cast<int>(w.home[i])] += plan_round(m.tensor_bytes[i]);
+  w.compressed.assign(n, false);
+  for (size_t i = 0; p.compress_weight && i < m.compressed_bytes.size(); ++i) {
+    if (m.compressed_bytes[i] == 0) continue;
+    w.compressed[i] = true;
+    w.bytes[i] = m.compressed_bytes[i];
+  }
+  w.home = assign_home_tiers(w.bytes, TierShares{p.w_gpu, p.w_cpu, p.w_disk()});
+  for (size_t i = 0; i < w.bytes.size(); ++i) {
+    w.tier_bytes[static_cast<int>(w.home[i])] += plan_round(w.bytes[i]);
   }
   // The workspace that holds one unit's staged weights (double-buffered).
   w.workspace_offset.assign(m.unit_tensors.size(), {});
@@ -67,11 +77,21 @@ WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool sep
     uint64_t off = 0;
     for (size_t i : m.unit_tensors[u]) {
       w.workspace_offset[u].push_back(off);
-      if (staging_rule.staged(w.home[i])) off += plan_round(m.tensor_bytes[i]);
+      if (staging_rule.staged(w.home[i])) off += plan_round(w.bytes[i]);
     }
     w.workspace = std::max(w.workspace, off);
   }
   w.tier_bytes[static_cast<int>(TierKind::Device)] += 2 * w.workspace;
+  w.decoded_offset.assign(m.unit_tensors.size(), {});
+  for (size_t u = 0; u < m.unit_tensors.size(); ++u) {
+    uint64_t off = 0;
+    for (size_t i : m.unit_tensors[u]) {
+      w.decoded_offset[u].push_back(off);
+      if (w.compressed[i]) off += plan_round(w.plain[i]);
+    }
+    w.decoded = std::max(w.decoded, off);
+  }
+  w.tier_bytes[static_cast<int>(TierKind::Device)] += w.decoded;
   return w;
 }
 
@@ -86,6 +106,8 @@ uint64_t footprint_fingerprint(const ModelFootprint& m) {
     }
   };
   for (uint64_t b : m.tensor_bytes) mix(b);
+  mix(~uint64_t{1});
+  for (uint64_t b : m.compressed_bytes) mix(b);
   for (const auto& unit : m.unit_tensors) {
     mix(~uint64_t{0});
     for (size_t i : unit) mix(i);
@@ -100,7 +122,7 @@ std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m,
   struct Kept {
     uint64_t fingerprint;
     double w_gpu, w_cpu;
-    bool separate;
+    bool separate, compress;
     std::shared_ptr<const WeightPlacement> placement;
   };
   static std::mutex mu;
@@ -109,12 +131,13 @@ std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m,
   const uint64_t fp = m.fingerprint != 0 ? m.fingerprint : footprint_fingerprint(m);
   std::lock_guard lock(mu);
   for (const Kept& k : kept) {
-    if (k.fingerprint == fp && k.w_gpu == p.w_gpu && k.w_cpu == p.w_cpu && k.separate == separate) {
+    if (k.fingerprint == fp && k.w_gpu == p.w_gpu && k.w_cpu == p.w_cpu && k.separate == separate &&
+        k.compress == p.compress_weight) {
       return k.placement;
     }
   }
   auto placement = std::make_shared<const WeightPlacement>(place_weights(m, p, separate));
-  kept.push_front({fp, p.w_gpu, p.w_cpu, separate, placement});
+  kept.push_front({fp, p.w_gpu, p.w_cpu, separate, p.compress_weight, placement});
   if (kept.size() > kKept) kept.pop_back();
   return placement;
 }
@@ -128,7 +151,7 @@ void plan_weights(MemoryPlan& plan, const ModelFootprint& m, const Policy& p) {
     uint64_t largest = 0;
     for (size_t i = 0; i < m.tensor_bytes.size(); ++i) {
       if (plan.weights->home[i] == TierKind::Device) {
-        largest = std::max(largest, m.tensor_bytes[i]);
+        largest = std::max(largest, plan.weights->bytes[i]);
       }
     }
     plan.weight_upload_bytes = plan_round(largest);

@@ -19,6 +19,9 @@ namespace h2oflex::policy {
 // What the plan needs to know about a model: family-neutral sizes.
 struct ModelFootprint {
   std::vector<uint64_t> tensor_bytes;             // every weight tensor, execution order
+  // Each tensor's bytes under compress_weight (runtime/core/storage_format.h), 0 for a tensor
+  // that stays plain (models/weight_spec.h, compressible). Empty: nothing is compressible.
+  std::vector<uint64_t> compressed_bytes;
   std::vector<std::vector<size_t>> unit_tensors;  // per unit (embedding, layers, head)
   int64_t layers = 0, hidden = 0, vocab = 0;
   int64_t query_heads = 0, kv_heads = 0, head_dim = 0;
@@ -48,11 +51,18 @@ uint64_t plan_round(uint64_t bytes);
 // the kind of device (the planner reuses it across batch shapes).
 struct WeightPlacement {
   std::vector<TierKind> home;   // per tensor
-  std::vector<uint64_t> bytes;  // per tensor
+  std::vector<uint64_t> bytes;  // per tensor, as stored (compressed under compress_weight)
+  std::vector<bool> compressed;  // per tensor: stored compressed (compress_weight)
+  std::vector<uint64_t> plain;   // per tensor, its plain bytes
   // One buffer of the double-buffered weight workspace, and each unit's tensors' offsets in it
   // (only staged tensors take room).
   uint64_t workspace = 0;
   std::vector<std::vector<uint64_t>> workspace_offset;
+  // Compressed tensors are dequantized into one device buffer just before their unit computes:
+  // its size (the largest unit's compressed tensors at their plain size) and each unit's tensors'
+  // offsets in it (only compressed tensors take room).
+  uint64_t decoded = 0;
+  std::vector<std::vector<uint64_t>> decoded_offset;
   uint64_t tier_bytes[kTierKinds] = {0, 0, 0};  // homes and the two workspace buffers
 };
 

@@ -59,6 +59,8 @@ std::string Policy::summary() const {
   if (cpu_cache_compute) os << " cpu_cache_compute";
   if (!overlap) os << " no-overlap";
   if (!pin_weight) os << " unpinned";
+  if (compress_weight) os << " compress_weight";
+  if (compress_cache) os << " compress_cache";
   return os.str();
 }
 
@@ -78,7 +80,8 @@ void validate_policy(const Policy& p, const std::string& path) {
 Policy parse_policy(const YAML::Node& node, const std::string& path) {
   require_mapping(node, path,
                   {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations",
-                   "overlap", "cpu_cache_compute", "pin_weight"});
+                   "overlap", "cpu_cache_compute", "pin_weight", "compress_weight",
+                   "compress_cache"});
   Policy p;
   auto count = [&](const char* key, int& out) {
     if (!node[key]) return;
@@ -100,6 +103,12 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
   }
   if (node["pin_weight"])
     p.pin_weight = read_bool(node["pin_weight"], key_path(path, "pin_weight"));
+  if (node["compress_weight"]) {
+    p.compress_weight = read_bool(node["compress_weight"], key_path(path, "compress_weight"));
+  }
+  if (node["compress_cache"]) {
+    p.compress_cache = read_bool(node["compress_cache"], key_path(path, "compress_cache"));
+  }
   validate_policy(p, path);
   return p;
 }
@@ -145,7 +154,9 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"act_disk", p.act_disk()},
           {"overlap", p.overlap},
           {"cpu_cache_compute", p.cpu_cache_compute},
-          {"pin_weight", p.pin_weight}};
+          {"pin_weight", p.pin_weight},
+          {"compress_weight", p.compress_weight},
+          {"compress_cache", p.compress_cache}};
 }
 
 std::map<std::string, DescribedValue> describe(const HardwareLimits& h) {

@@ -22,6 +22,9 @@ struct Policy {
   double cache_gpu = 100, cache_cpu = 0;
   double act_gpu = 100, act_cpu = 0;
   bool overlap = true, cpu_cache_compute = false, pin_weight = true;
+  // FlexGen's 4-bit group-wise compression (runtime/core/quant4.h): the decoder layers' weight
+  // matrices, and the KV cache rows.
+  bool compress_weight = false, compress_cache = false;
 
   int block_size() const { return gpu_batch_size * num_gpu_batches; }
   double w_disk() const { return 100 - w_gpu - w_cpu; }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/core/dtype.h"
+#include "runtime/core/quant4.h"
 
 namespace h2oflex {
 
@@ -33,6 +34,20 @@ struct StorageFormat {
 
   bool operator==(const StorageFormat&) const = default;
 };
+
+// FlexGen's compression (compress_weight / compress_cache): 4 bits per element in groups of 64
+// along the row, each group's fp16 minimum and step beside the row's data — 4.5 bits per value.
+// The row layout and the arithmetic are in runtime/core/quant4.h.
+inline constexpr int kCompressBits = 4;
+inline constexpr int kCompressGroup = static_cast<int>(quant4::kGroup);
+inline StorageFormat compressed_format(DType dequantized) {
+  return StorageFormat{dequantized, kCompressBits, kCompressGroup};
+}
+
+// The KV cache's format: rows of head_dim elements, compressed under compress_cache.
+inline StorageFormat kv_storage_format(DType kv_dtype, bool compress_cache) {
+  return compress_cache ? compressed_format(kv_dtype) : StorageFormat::plain(kv_dtype);
+}
 
 // Bytes of a tensor of `shape` (rows along its last dimension) in format `f`.
 uint64_t tensor_bytes(const StorageFormat& f, const std::vector<int64_t>& shape);

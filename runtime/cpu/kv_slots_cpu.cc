@@ -23,6 +23,7 @@ void store_vector(const float* src, Tensor& dst, int64_t offset, int64_t n) {
       convert_f32_to_f16(src, dst.data<uint16_t>() + offset, count);
       return;
     case DType::I32:
+    case DType::U8:
       break;
   }
   throw InternalError("KV storage must be f32, f16 or bf16");

@@ -49,6 +49,10 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob);
 
+void quantize4(const Tensor& src, Tensor& dst);
+
+void dequantize4(const Tensor& src, Tensor& dst);
+
 void argmax(const Tensor& logits, std::vector<int32_t>& ids);
 
 void sample(const Tensor& logits, const SampleParams& params, const std::vector<uint64_t>& row_keys,

@@ -58,6 +58,7 @@ void dispatch_float(DType dtype, const char* what, F&& f) {
       f(__nv_bfloat16{});
       return;
     case DType::I32:
+    case DType::U8:
       break;
   }
   throw InternalError(::h2oflex::detail::concat(what, ": unsupported dtype ", dtype_name(dtype),

@@ -27,6 +27,7 @@ cudaDataType_t cuda_type(DType dtype) {
     case DType::BF16:
       return CUDA_R_16BF;
     case DType::I32:
+    case DType::U8:
       break;
   }
   throw InternalError("linear: no GEMM operand type for i32");

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "runtime/core/quant4.h"
+
 #include "runtime/cpu/cpu_ops.h"
 #ifdef H2OFLEX_WITH_CUDA
 #include "runtime/cuda/cuda_ops.h"
@@ -182,6 +184,38 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
     }
   }
   H2OFLEX_DISPATCH(out, embed_tokens, ids, table, out);
+}
+
+namespace {
+
+// Rows of n values of a tensor whose last dimension is n, and the bytes they compress to.
+uint64_t compressed_rows_bytes(const Tensor& values, const char* op) {
+  H2OFLEX_CHECK(values.rank() >= 1, op, ": values need a last dimension");
+  const int64_t n = values.dim(values.rank() - 1);
+  const int64_t rows = n == 0 ? 0 : values.numel() / n;
+  return static_cast<uint64_t>(rows * quant4::row_bytes(n));
+}
+
+}  // namespace
+
+void quantize4(const Tensor& src, Tensor& dst) {
+  expect(src, DType::F32, -1, "quantize4", "src");
+  expect(dst, DType::U8, -1, "quantize4", "dst");
+  H2OFLEX_CHECK(static_cast<uint64_t>(dst.numel()) == compressed_rows_bytes(src, "quantize4"),
+                "quantize4: dst has ", dst.numel(), " bytes, ", shape_str(src.shape()),
+                " compresses to ", compressed_rows_bytes(src, "quantize4"));
+  same_device(src, dst, "quantize4");
+  H2OFLEX_DISPATCH(src, quantize4, src, dst);
+}
+
+void dequantize4(const Tensor& src, Tensor& dst) {
+  expect(src, DType::U8, -1, "dequantize4", "src");
+  H2OFLEX_CHECK(is_float(dst.dtype()), "dequantize4: dst must be f32, f16 or bf16");
+  H2OFLEX_CHECK(static_cast<uint64_t>(src.numel()) == compressed_rows_bytes(dst, "dequantize4"),
+                "dequantize4: src has ", src.numel(), " bytes, ", shape_str(dst.shape()), " needs ",
+                compressed_rows_bytes(dst, "dequantize4"));
+  same_device(src, dst, "dequantize4");
+  H2OFLEX_DISPATCH(src, dequantize4, src, dst);
 }
 
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset) {

@@ -106,6 +106,16 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+// ---- 4-bit group-wise compression (row layout and arithmetic: runtime/core/quant4.h) ----
+
+// Compresses each row (the last dimension, n values) of src (f32) into dst (u8, rows x
+// quant4::row_bytes(n) bytes, any shape of that many elements).
+void quantize4(const Tensor& src, Tensor& dst);
+
+// The inverse: dst (f32, bf16 or f16, rows of n values along its last dimension) from the rows
+// of src (u8, rows x quant4::row_bytes(n) bytes).
+void dequantize4(const Tensor& src, Tensor& dst);
+
 // ---- Memory: where tensors live and moving them between devices ----
 
 // An uninitialized tensor on `device` (for cuda:i, memory from device i's CUDA allocator).

@@ -1,0 +1,105 @@
+// 4-bit group-wise quantization on the GPU, the twin of runtime/cpu/quant4_cpu.cc (format and
+// arithmetic: runtime/core/quant4.h). Explicit _rn intrinsics keep every operation a single
+// IEEE-rounded one (nvcc would otherwise fuse lo + code * step), so both backends give the same
+// bytes and values.
+#include <cuda_fp16.h>
+
+#include "runtime/core/quant4.h"
+#include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/kernel_utils.cuh"
+#include "runtime/cuda/launchers.h"
+#include "runtime/cuda/streams.h"
+
+namespace h2oflex::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// One thread per (row, group): the group's 64 values own 32 whole code bytes.
+__global__ void quantize4_kernel(const float* x, int64_t rows, int64_t n, uint8_t* out) {
+  const int64_t groups = quant4::groups(n), rb = quant4::row_bytes(n);
+  const int64_t total = rows * groups;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = t / groups, g = t % groups;
+    const float* xr = x + r * n;
+    uint8_t* codes = out + r * rb;
+    uint8_t* meta = codes + quant4::code_bytes(n) + 4 * g;
+    const int64_t begin = g * quant4::kGroup;
+    const int64_t end = begin + quant4::kGroup < n ? begin + quant4::kGroup : n;
+    float mn = xr[begin], mx = xr[begin];
+    for (int64_t i = begin + 1; i < end; ++i) {
+      mn = fminf(mn, xr[i]);
+      mx = fmaxf(mx, xr[i]);
+    }
+    unsigned short lo_h = __half_as_ushort(__float2half_rd(mn));
+    if (lo_h == 0x8000) lo_h = 0;
+    const float lo = __half2float(__ushort_as_half(lo_h));
+    unsigned short step_h = 0;
+    if (mx > lo) {
+      step_h = __half_as_ushort(
+          __float2half_ru(__fdiv_rn(__fsub_rn(mx, lo), static_cast<float>(quant4::kLevels))));
+      if (step_h == 0x7c00) step_h = 0x7bff;
+    }
+    const float step = __half2float(__ushort_as_half(step_h));
+    meta[0] = static_cast<uint8_t>(lo_h & 0xff);
+    meta[1] = static_cast<uint8_t>(lo_h >> 8);
+    meta[2] = static_cast<uint8_t>(step_h & 0xff);
+    meta[3] = static_cast<uint8_t>(step_h >> 8);
+    for (int64_t i = begin; i < end; i += 2) {
+      uint8_t byte = 0;
+      for (int64_t k = i; k < i + 2 && k < end; ++k) {
+        uint8_t code = 0;
+        if (step != 0.0f) {
+          const float q = rintf(__fdiv_rn(__fsub_rn(xr[k], lo), step));
+          code = static_cast<uint8_t>(fminf(fmaxf(q, 0.0f), static_cast<float>(quant4::kLevels)));
+        }
+        byte |= static_cast<uint8_t>(k % 2 == 0 ? code : code << 4);
+      }
+      codes[i / 2] = byte;
+    }
+  }
+}
+
+// One thread per value.
+template <typename T>
+__global__ void dequantize4_kernel(const uint8_t* in, int64_t rows, int64_t n, T* out) {
+  const int64_t rb = quant4::row_bytes(n), total = rows * n;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = t / n, i = t % n;
+    const uint8_t* row = in + r * rb;
+    const uint8_t* meta = row + quant4::code_bytes(n) + 4 * (i / quant4::kGroup);
+    const float lo =
+        __half2float(__ushort_as_half(static_cast<unsigned short>(meta[0] | meta[1] << 8)));
+    const float step =
+        __half2float(__ushort_as_half(static_cast<unsigned short>(meta[2] | meta[3] << 8)));
+    const uint8_t b = row[i / 2];
+    const float code = static_cast<float>(i % 2 == 0 ? (b & 15) : (b >> 4));
+    out[t] = from_f32<T>(__fadd_rn(lo, __fmul_rn(code, step)));
+  }
+}
+
+}  // namespace
+
+void quantize4(const Tensor& src, Tensor& dst) {
+  const int64_t n = src.dim(src.rank() - 1), rows = n == 0 ? 0 : src.numel() / n;
+  const int64_t work = rows * quant4::groups(n);
+  if (work == 0) return;
+  quantize4_kernel<<<grid_for(work, kThreads), kThreads, 0, current_stream()>>>(
+      src.data<const float>(), rows, n, dst.data<uint8_t>());
+  CUDA_CHECK_LAUNCH("quantize4_kernel");
+}
+
+void dequantize4(const Tensor& src, Tensor& dst) {
+  const int64_t n = dst.dim(dst.rank() - 1), rows = n == 0 ? 0 : dst.numel() / n;
+  if (rows * n == 0) return;
+  dispatch_float(dst.dtype(), "dequantize4", [&](auto tag) {
+    using T = decltype(tag);
+    dequantize4_kernel<T><<<grid_for(rows * n, kThreads), kThreads, 0, current_stream()>>>(
+        src.data<const uint8_t>(), rows, n, reinterpret_cast<T*>(dst.raw()));
+    CUDA_CHECK_LAUNCH("dequantize4_kernel");
+  });
+}
+
+}  // namespace h2oflex::cuda
