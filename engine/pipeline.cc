@@ -29,6 +29,9 @@ RunShape run_shape(const PipelineSpec& spec) {
   H2OFLEX_INPUT_CHECK(static_cast<int64_t>(spec.prompts.size()) == p.block_size(),
                       "pipeline: ", spec.prompts.size(), " prompts for a block of ",
                       p.gpu_batch_size, " x ", p.num_gpu_batches);
+  H2OFLEX_INPUT_CHECK(!p.compress_cache,
+                      "policy.compress_cache: the engine does not compress the KV cache yet (the "
+                      "cost model and plan can predict it); set it to false");
   RunShape r;
   r.padded = pad_prompts(spec.prompts, m.special_tokens().pad);
   const int64_t s = r.padded.seq;
@@ -90,6 +93,8 @@ class Pipeline final : public ScheduleHooks {
   KvHome kv_;
   Activations act_;
   Tensor prefill_k_, prefill_v_, colsum_, logits_;
+  std::unique_ptr<UnitWeights> bound_;  // the weights of the unit being visited
+  int bound_unit_ = -1;
 
   // The current step.
   bool prefill_ = true;
@@ -218,13 +223,17 @@ void Pipeline::compute(int unit, int batch, int buf) {
   if (unit > 0) act_.load(batch, rows, phase_);
   Tensor hidden = act_.hidden(batch, rows);
   Stopwatch watch;
-  const std::unique_ptr<UnitWeights> w = weights_.bind(unit);
+  if (bound_unit_ != unit) {  // once per unit visit: dequantizing is not repeated per batch
+    bound_ = weights_.bind(unit);
+    bound_unit_ = unit;
+  }
+  const UnitWeights& w = *bound_;
   if (unit == 0) {
-    compute_embedding(*w, batch, hidden);
+    compute_embedding(w, batch, hidden);
   } else if (unit == model_.head_unit()) {
-    compute_head(*w, batch, hidden);
+    compute_head(w, batch, hidden);
   } else {
-    compute_layer(*w, unit - 1, batch, buf, hidden);
+    compute_layer(w, unit - 1, batch, buf, hidden);
     watch.reset();  // compute_layer timed its compute, without queuing its stores
   }
   ops::synchronize(tiers_.compute_device());  // timing, and the store below reads the result
@@ -238,6 +247,8 @@ void Pipeline::add_compute(int unit, double seconds) {
 }
 
 void Pipeline::unit_done(int unit) {
+  bound_.reset();  // the next visit of this unit may find other bytes in its workspace
+  bound_unit_ = -1;
   result_.unit_wall_s[phase_].of(unit, model_.head_unit()) += unit_watch_.elapsed();
   unit_watch_.reset();
   if (!prefill_ || !spec_.on_progress) return;

@@ -3,28 +3,42 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "runtime/ops/ops.h"
+
 namespace h2oflex {
 
 WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
                            const policy::MemoryPlan& plan, const WeightSourceSpec& source,
                            TierSet& tiers)
-    : model_(model), plan_(plan), tiers_(tiers), specs_(layout_specs(model, matrix_dtype)) {
+    : model_(model),
+      plan_(plan),
+      tiers_(tiers),
+      matrix_dtype_(matrix_dtype),
+      compressed_(std::find(plan.weights->compressed.begin(), plan.weights->compressed.end(),
+                            true) != plan.weights->compressed.end()),
+      specs_(layout_specs(model, matrix_dtype, compressed_)) {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    H2OFLEX_CHECK(specs_[i].bytes == plan.weights->bytes[i], "weights: '", specs_[i].name,
+                  "' is stored in ", specs_[i].bytes, " bytes, the plan has ",
+                  plan.weights->bytes[i]);
+  }
   const std::vector<TierKind>& homes = plan.weights->home;
   const bool any_disk = std::find(homes.begin(), homes.end(), TierKind::Disk) != homes.end();
   if (any_disk) {
     // Disk-resident weights are read from the offload layout in place; memory-resident ones are
     // read from it once (faster than producing them again).
     H2OFLEX_CHECK(!source.weights_key.empty(), "pipeline: weights on disk need a weights_key");
-    const std::string dir = model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype);
+    const std::string dir =
+        model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype, compressed_);
     check_disk_room(dir);
     layout_ = open_or_build_model_layout(dir, source.weights_key, model, matrix_dtype,
-                                         source.producer, source.partial_producer);
+                                         source.producer, source.partial_producer, compressed_);
   }
   WeightSource from;
   from.layout = layout_.get();
   if (!layout_) {
     from.fill = [this, producer = source.producer](size_t i, void* dst) {
-      producer(model_.weight_specs()[i], specs_[i].dtype, dst);
+      produce_stored_tensor(model_.weight_specs()[i], specs_[i], producer, dst);
     };
   }
   store_ = std::make_unique<WeightStore>(
@@ -37,10 +51,13 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
     for (void*& w : workspace_)
       w = tiers.device().allocate(plan.weights->workspace, "weight workspace");
   }
+  if (plan.weights->decoded > 0) {
+    decoded_ = tiers.device().allocate(plan.weights->decoded, "decompressed weights");
+  }
 }
 
 WeightStream::~WeightStream() {
-  for (void* w : workspace_) {
+  for (void* w : {workspace_[0], workspace_[1], decoded_}) {
     if (w == nullptr) continue;
     try {
       tiers_.device().free(w);
@@ -91,7 +108,16 @@ std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
                                  plan_.weights->workspace_offset[unit][j]
                            : store_->resident(i);
     const Device d = in_workspace ? tiers_.compute_device() : tiers_.tensor_device(home);
-    out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
+    Tensor stored = Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d);
+    if (plan_.weights->compressed[i]) {
+      // Dequantized where the unit computes, into this unit's place in the decoded buffer.
+      const WeightSpec& spec = model_.weight_specs()[i];
+      void* at = static_cast<char*>(decoded_) + plan_.weights->decoded_offset[unit][j];
+      Tensor values = Tensor::wrap(at, spec.shape, matrix_dtype_, tiers_.compute_device());
+      ops::dequantize4(stored, values);
+      stored = values;
+    }
+    out.push_back(std::move(stored));
   }
   return model_.bind(unit, out);
 }

@@ -44,6 +44,55 @@ TEST(PipelineInvariance, StreamingAndTovaRandomPolicies) {
                    PipelineDevice::CpuIsolated);
 }
 
+// compress_weight: every placement (the compressed rows on disk, in host memory or in the
+// arena, staged or used in place) gives the tokens of the in-RAM path on round-tripped weights.
+TEST(PipelineInvariance, CompressedWeightsRandomPolicies) {
+  expect_invariant(tiny_config(true), KvRule{}, 6, 8, PipelineDevice::Cpu, {}, true);
+  expect_invariant(tiny_config(false), policy::kv_rule("h2o", 0, 2, 3), 8, 6,
+                   PipelineDevice::CpuIsolated, {}, true);
+}
+
+// What compress_weight reads from disk per decode step: the layers' matrices as compressed
+// rows, everything else as before.
+TEST(PipelineInvariance, CompressedWeightsReadTheCompressedBytes) {
+  const auto model = std::make_shared<const OptModel>(tiny_config(true));
+  auto decode_disk_reads = [&](bool compress) {
+    PipelineSpec spec;
+    spec.model = model;
+    spec.producer = dummy_weight_producer(3);
+    spec.weights_key = model->name() + ":dummy:seed=3";
+    spec.policy.gpu_batch_size = 2;
+    spec.policy.w_gpu = spec.policy.w_cpu = 0;
+    spec.policy.compress_weight = compress;
+    spec.limits.disk_path = temp_dir();
+    spec.gen.gen_len = 3;
+    spec.prompts = prompts(2, 5);
+    uint64_t bytes = 0;
+    for (const auto& m : run_pipeline(spec).bytes_moved) {
+      if (m.kind == DataKind::Weight && m.src == TierKind::Disk && m.phase == "decode") {
+        bytes += m.bytes;
+      }
+    }
+    return bytes;
+  };
+  // The expected bytes, summed here from the tensor shapes and quant4's row size over each
+  // unit's tensors (the tied token table is read by the embedding and the head).
+  uint64_t plain = 0, compressed = 0;
+  for (const auto& unit : model->unit_tensors()) {
+    for (size_t i : unit) {
+      const WeightSpec& s = model->weight_specs()[i];
+      const uint64_t numel = static_cast<uint64_t>(shape_numel(s.shape));
+      plain += numel * 4;
+      compressed += compressible(s) ? numel / static_cast<uint64_t>(s.shape.back()) *
+                                          static_cast<uint64_t>(quant4::row_bytes(s.shape.back()))
+                                    : numel * 4;
+    }
+  }
+  const int decode_steps = 2;
+  EXPECT_EQ(decode_disk_reads(false), plain * decode_steps);
+  EXPECT_EQ(decode_disk_reads(true), compressed * decode_steps);
+}
+
 // The GPU data path (device memory that only explicit copies reach) with the CPU computing.
 TEST(PipelineInvariance, IsolatedDeviceFullCache) {
   expect_invariant(tiny_config(true), KvRule{}, 6, 10, PipelineDevice::CpuIsolated);
