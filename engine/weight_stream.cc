@@ -13,7 +13,6 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
     : model_(model),
       plan_(plan),
       tiers_(tiers),
-      matrix_dtype_(matrix_dtype),
       compressed_(std::find(plan.weights->compressed.begin(), plan.weights->compressed.end(),
                             true) != plan.weights->compressed.end()),
       specs_(layout_specs(model, matrix_dtype, compressed_)) {
@@ -51,13 +50,10 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
     for (void*& w : workspace_)
       w = tiers.device().allocate(plan.weights->workspace, "weight workspace");
   }
-  if (plan.weights->decoded > 0) {
-    decoded_ = tiers.device().allocate(plan.weights->decoded, "decompressed weights");
-  }
 }
 
 WeightStream::~WeightStream() {
-  for (void* w : {workspace_[0], workspace_[1], decoded_}) {
+  for (void* w : workspace_) {
     if (w == nullptr) continue;
     try {
       tiers_.device().free(w);
@@ -108,16 +104,8 @@ std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
                                  plan_.weights->workspace_offset[unit][j]
                            : store_->resident(i);
     const Device d = in_workspace ? tiers_.compute_device() : tiers_.tensor_device(home);
-    Tensor stored = Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d);
-    if (plan_.weights->compressed[i]) {
-      // Dequantized where the unit computes, into this unit's place in the decoded buffer.
-      const WeightSpec& spec = model_.weight_specs()[i];
-      void* at = static_cast<char*>(decoded_) + plan_.weights->decoded_offset[unit][j];
-      Tensor values = Tensor::wrap(at, spec.shape, matrix_dtype_, tiers_.compute_device());
-      ops::dequantize4(stored, values);
-      stored = values;
-    }
-    out.push_back(std::move(stored));
+    // A compressed matrix is bound as its u8 rows: ops::linear dequantizes where it computes.
+    out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
   }
   return model_.bind(unit, out);
 }

@@ -33,8 +33,7 @@ class WeightStream {
   // Copies `unit`'s staged tensors into workspace buffer unit % 2; returns what to wait for.
   std::vector<TransferHandle> prefetch(int unit, const std::string& phase);
   // The unit's weights bound by the model: staged tensors from the workspace, others in place;
-  // compressed tensors dequantized into the decoded buffer (a unit's weights are bound once per
-  // visit, not once per GPU batch: the caller keeps the binding while the unit computes).
+  // compressed matrices as their u8 rows (ops::linear takes them).
   std::unique_ptr<UnitWeights> bind(int unit) const;
 
  private:
@@ -43,13 +42,11 @@ class WeightStream {
   const DecoderModel& model_;
   const policy::MemoryPlan& plan_;
   TierSet& tiers_;
-  DType matrix_dtype_;
   bool compressed_;  // compress_weight: the compressible matrices are stored compressed
   std::vector<TensorSpec> specs_;
   std::unique_ptr<WeightLayout> layout_;
   std::unique_ptr<WeightStore> store_;
   void* workspace_[2] = {nullptr, nullptr};
-  void* decoded_ = nullptr;  // the unit being computed's compressed tensors, dequantized
 };
 
 }  // namespace h2oflex

@@ -180,6 +180,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   nlohmann::json r;
   GenerateOutput out;
   double peak_device = 0;
+  bool compress_weight = false, compress_cache = false;  // the policy's, for the sizes below
   r["compute_device"] = pipeline_device_name(device);
   // On a GPU even a run without a policy goes through the pipeline: everything on the device,
   // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
@@ -264,6 +265,8 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     r["policy"] = pj;
+    compress_weight = spec.policy.compress_weight;
+    compress_cache = spec.policy.compress_cache;
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
                  c.prompt_len, c.gen_len);
@@ -291,11 +294,18 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["prompt_len"] = c.prompt_len;
   r["gen_len"] = c.gen_len;
   r["batch_size"] = prompts.size();
-  const double wbytes = static_cast<double>(dtype_size(wdtype));
+  // As stored: compressed where the policy compresses (the storage formats' one size rule).
   const KvGeometry g = model.kv_geometry();
-  r["model_bytes"] = static_cast<double>(parameter_count(model)) * wbytes;
-  r["cache_bytes"] = 2.0 * batch * capacity * static_cast<double>(model.layers()) *
-                     static_cast<double>(g.kv_heads * g.head_dim) * wbytes;
+  double model_bytes = 0;
+  for (const WeightSpec& s : model.weight_specs()) {
+    model_bytes +=
+        static_cast<double>(tensor_bytes(stored_format(s, wdtype, compress_weight), s.shape));
+  }
+  r["model_bytes"] = model_bytes;
+  r["cache_bytes"] =
+      2.0 * batch * capacity * static_cast<double>(model.layers() * g.kv_heads) *
+      static_cast<double>(
+          kv_storage_format(opt.kv_dtype, compress_cache).bytes(static_cast<uint64_t>(g.head_dim)));
   r["hidden_bytes"] = batch * c.prompt_len * static_cast<double>(model.hidden()) * 4.0;
   r["peak_device_bytes"] = c.has_policy()
                                ? peak_device

@@ -1,6 +1,7 @@
 #include "models/decoder_model.h"
 
 #include "runtime/core/error.h"
+#include "runtime/core/quant4.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
@@ -41,6 +42,19 @@ ModelWeights load_model_weights(const DecoderModel& model, DType matrix_dtype,
     w.tensors.push_back(std::move(t));
   }
   return w;
+}
+
+void compress_model_weights(const DecoderModel& model, ModelWeights& weights) {
+  for (size_t i = 0; i < model.weight_specs().size(); ++i) {
+    const WeightSpec& spec = model.weight_specs()[i];
+    if (!compressible(spec)) continue;
+    const Tensor& t = weights.tensors.at(i);
+    const Tensor values = t.dtype() == DType::F32 ? t : to_dtype(t, DType::F32);
+    const int64_t n = spec.shape.back();
+    Tensor packed = Tensor::empty({shape_numel(spec.shape) / n, quant4::row_bytes(n)}, DType::U8);
+    ops::quantize4(values, packed);
+    weights.tensors[i] = std::move(packed);
+  }
 }
 
 std::vector<std::vector<size_t>> group_units(

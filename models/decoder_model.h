@@ -100,6 +100,10 @@ struct ModelWeights {
 ModelWeights load_model_weights(const DecoderModel& model, DType matrix_dtype,
                                 const WeightProducer& fill);
 
+// compress_weight in memory: every compressible matrix (weight_spec.h) replaced by its
+// compressed u8 rows (runtime/core/quant4.h), which ops::linear takes as they are.
+void compress_model_weights(const DecoderModel& model, ModelWeights& weights);
+
 // Builds unit_tensors() from the specs' layers: spec i with layer l >= 0 goes to unit l + 1;
 // the rest go to the unit `embedding_or_head(spec)` returns (0, the head unit, or both).
 enum class UnitSide { Embedding, Head, Both };

@@ -57,8 +57,8 @@ WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool sep
   staging_rule.separate_device = separate;
   // Home tiers by FlexGen's cumulative rule over the tensors (as stored) in execution order.
   const size_t n = m.tensor_bytes.size();
-  H2OFLEX_CHECK(m.compressed_bytes.empty() || m.compressed_bytes.size() == n, "footprint: ",
-                m.compressed_bytes.size(), " compressed sizes for ", n, " tensors");
+  H2OFLEX_CHECK(m.compressed_bytes.empty() || m.compressed_bytes.size() == n,
+                "footprint: ", m.compressed_bytes.size(), " compressed sizes for ", n, " tensors");
   w.plain = m.tensor_bytes;
   w.bytes = m.tensor_bytes;
   w.compressed.assign(n, false);
@@ -82,16 +82,6 @@ WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool sep
     w.workspace = std::max(w.workspace, off);
   }
   w.tier_bytes[static_cast<int>(TierKind::Device)] += 2 * w.workspace;
-  w.decoded_offset.assign(m.unit_tensors.size(), {});
-  for (size_t u = 0; u < m.unit_tensors.size(); ++u) {
-    uint64_t off = 0;
-    for (size_t i : m.unit_tensors[u]) {
-      w.decoded_offset[u].push_back(off);
-      if (w.compressed[i]) off += plan_round(w.plain[i]);
-    }
-    w.decoded = std::max(w.decoded, off);
-  }
-  w.tier_bytes[static_cast<int>(TierKind::Device)] += w.decoded;
   return w;
 }
 

@@ -18,7 +18,7 @@ namespace h2oflex::policy {
 
 // What the plan needs to know about a model: family-neutral sizes.
 struct ModelFootprint {
-  std::vector<uint64_t> tensor_bytes;             // every weight tensor, execution order
+  std::vector<uint64_t> tensor_bytes;  // every weight tensor, execution order
   // Each tensor's bytes under compress_weight (runtime/core/storage_format.h), 0 for a tensor
   // that stays plain (models/weight_spec.h, compressible). Empty: nothing is compressible.
   std::vector<uint64_t> compressed_bytes;
@@ -52,17 +52,14 @@ uint64_t plan_round(uint64_t bytes);
 struct WeightPlacement {
   std::vector<TierKind> home;   // per tensor
   std::vector<uint64_t> bytes;  // per tensor, as stored (compressed under compress_weight)
-  std::vector<bool> compressed;  // per tensor: stored compressed (compress_weight)
-  std::vector<uint64_t> plain;   // per tensor, its plain bytes
+  // Per tensor: stored compressed (compress_weight). The GEMM dequantizes such a weight piece by
+  // piece where it runs (ops::linear), in its bounded operand scratch.
+  std::vector<bool> compressed;
+  std::vector<uint64_t> plain;  // per tensor, its plain bytes
   // One buffer of the double-buffered weight workspace, and each unit's tensors' offsets in it
   // (only staged tensors take room).
   uint64_t workspace = 0;
   std::vector<std::vector<uint64_t>> workspace_offset;
-  // Compressed tensors are dequantized into one device buffer just before their unit computes:
-  // its size (the largest unit's compressed tensors at their plain size) and each unit's tensors'
-  // offsets in it (only compressed tensors take room).
-  uint64_t decoded = 0;
-  std::vector<std::vector<uint64_t>> decoded_offset;
   uint64_t tier_bytes[kTierKinds] = {0, 0, 0};  // homes and the two workspace buffers
 };
 

@@ -11,6 +11,7 @@
 
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/linear_compressed.h"
 
 namespace h2oflex::cpu {
 
@@ -119,6 +120,10 @@ bool gemm_has_kernel(ComputeType ct) {
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu) {
+  if (w.dtype() == DType::U8) {
+    linear_compressed(x, w, bias, out, ct, relu);
+    return;
+  }
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
   DType act = DType::F32;
   DType wt = w.dtype();

@@ -8,6 +8,7 @@
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/quant4_rows.h"
 
 namespace h2oflex::cpu {
 
@@ -60,24 +61,38 @@ void quantize_row(const float* x, int64_t n, uint8_t* out) {
   }
 }
 
-template <typename Store>
-void dequantize_row(const uint8_t* in, int64_t n, Store store) {
+// A group's 16 possible values, then each code byte's two values looked up: no per-value
+// arithmetic, and the same lo + code * step as everywhere else.
+template <typename Out, typename Convert>
+void dequantize_row(const uint8_t* in, int64_t n, Out* out, Convert convert) {
   const uint8_t* codes = in;
   const uint8_t* meta = in + quant4::code_bytes(n);
   for (int64_t g = 0; g < quant4::groups(n); ++g) {
     uint16_t pair[2];
     std::memcpy(pair, meta + 4 * g, 4);
     const float lo = f16_to_f32(pair[0]), step = f16_to_f32(pair[1]);
+    Out value[16];
+    for (int c = 0; c < 16; ++c) value[c] = convert(lo + static_cast<float>(c) * step);
     const int64_t begin = g * quant4::kGroup, end = std::min(n, begin + quant4::kGroup);
-    for (int64_t i = begin; i < end; ++i) {
-      const uint8_t b = codes[i / 2];
-      const float code = static_cast<float>(i % 2 == 0 ? (b & 15) : (b >> 4));
-      store(i, lo + code * step);
+    const int64_t pairs_end = begin + (end - begin) / 2 * 2;
+    Out* o = out + begin;
+    const uint8_t* b = codes + begin / 2;
+    for (int64_t i = begin; i < pairs_end; i += 2, o += 2, ++b) {
+      o[0] = value[*b & 15];
+      o[1] = value[*b >> 4];
     }
+    if (pairs_end < end) *o = value[*b & 15];
   }
 }
 
 }  // namespace
+
+void dequantize4_rows_f32(const uint8_t* in, int64_t rows, int64_t n, float* out) {
+  const int64_t rb = quant4::row_bytes(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(in + r * rb, n, out + r * n, [](float v) { return v; });
+  }
+}
 
 void quantize4(const Tensor& src, Tensor& dst) {
   const int64_t n = src.dim(src.rank() - 1), rows = n == 0 ? 0 : src.numel() / n;
@@ -97,14 +112,11 @@ void dequantize4(const Tensor& src, Tensor& dst) {
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = in + r * rb;
     if (t == DType::F32) {
-      float* o = dst.data<float>() + r * n;
-      dequantize_row(row, n, [o](int64_t i, float v) { o[i] = v; });
+      dequantize_row(row, n, dst.data<float>() + r * n, [](float v) { return v; });
     } else if (t == DType::BF16) {
-      uint16_t* o = dst.data<uint16_t>() + r * n;
-      dequantize_row(row, n, [o](int64_t i, float v) { o[i] = f32_to_bf16(v); });
+      dequantize_row(row, n, dst.data<uint16_t>() + r * n, f32_to_bf16);
     } else {
-      uint16_t* o = dst.data<uint16_t>() + r * n;
-      dequantize_row(row, n, [o](int64_t i, float v) { o[i] = f32_to_f16(v); });
+      dequantize_row(row, n, dst.data<uint16_t>() + r * n, f32_to_f16);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "runtime/core/gpu_memory_reserve.h"
+#include "runtime/core/quant4.h"
 #include "runtime/cuda/cublas_handle.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
@@ -54,8 +55,13 @@ namespace detail {
 
 void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
                       ComputeType ct, bool relu, uint64_t piece_bytes) {
+  // A u8 weight holds compressed rows (quant4.h) of x's row length; its pieces are dequantized
+  // like the other weight conversions.
+  const bool packed = w.dtype() == DType::U8;
   const int64_t n = w.dim(0);
-  const int64_t k = w.dim(1);
+  const int64_t k = packed ? x.dim(x.rank() - 1) : w.dim(1);
+  const int64_t w_row_bytes =
+      packed ? quant4::row_bytes(k) : k * static_cast<int64_t>(dtype_size(w.dtype()));
   const int64_t m = k == 0 ? out.numel() / std::max<int64_t>(n, 1) : x.numel() / k;
   if (m == 0 || n == 0) return;
   H2OFLEX_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "linear: [", m, ", ", k, "] x [", n,
@@ -92,8 +98,11 @@ void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tens
       // converted again for every input piece: the price of a bounded workspace.
       for (int64_t n0 = 0; n0 < n; n0 += n_piece) {
         const int64_t nc = std::min(n_piece, n - n0);
-        const void* w_op = w_base + n0 * k * static_cast<int64_t>(dtype_size(w.dtype()));
-        if (convert_w) {
+        const void* w_op = w_base + n0 * w_row_bytes;
+        if (packed) {
+          launch_dequantize4(w_op, nc, k, w_scratch.get(), op_dtype, stream);
+          w_op = w_scratch.get();
+        } else if (convert_w) {
           launch_convert(w_op, w.dtype(), w_scratch.get(), op_dtype, nc * k, stream);
           w_op = w_scratch.get();
         }

@@ -91,15 +91,20 @@ void quantize4(const Tensor& src, Tensor& dst) {
   CUDA_CHECK_LAUNCH("quantize4_kernel");
 }
 
-void dequantize4(const Tensor& src, Tensor& dst) {
-  const int64_t n = dst.dim(dst.rank() - 1), rows = n == 0 ? 0 : dst.numel() / n;
+void launch_dequantize4(const void* src, int64_t rows, int64_t n, void* dst, DType dtype,
+                        cudaStream_t stream) {
   if (rows * n == 0) return;
-  dispatch_float(dst.dtype(), "dequantize4", [&](auto tag) {
+  dispatch_float(dtype, "dequantize4", [&](auto tag) {
     using T = decltype(tag);
-    dequantize4_kernel<T><<<grid_for(rows * n, kThreads), kThreads, 0, current_stream()>>>(
-        src.data<const uint8_t>(), rows, n, reinterpret_cast<T*>(dst.raw()));
+    dequantize4_kernel<T><<<grid_for(rows * n, kThreads), kThreads, 0, stream>>>(
+        static_cast<const uint8_t*>(src), rows, n, static_cast<T*>(dst));
     CUDA_CHECK_LAUNCH("dequantize4_kernel");
   });
+}
+
+void dequantize4(const Tensor& src, Tensor& dst) {
+  const int64_t n = dst.dim(dst.rank() - 1), rows = n == 0 ? 0 : dst.numel() / n;
+  launch_dequantize4(src.raw(), rows, n, dst.raw(), dst.dtype(), current_stream());
 }
 
 }  // namespace h2oflex::cuda

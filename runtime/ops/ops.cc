@@ -62,8 +62,11 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
             bool relu) {
   expect(x, DType::F32, 2, "linear", "x");
   expect(out, DType::F32, 2, "linear", "out");
-  H2OFLEX_CHECK(is_float(w.dtype()) && w.rank() == 2, "linear: bad weight");
-  H2OFLEX_CHECK(x.dim(1) == w.dim(1) && out.dim(0) == x.dim(0) && out.dim(1) == w.dim(0),
+  H2OFLEX_CHECK((is_float(w.dtype()) || w.dtype() == DType::U8) && w.rank() == 2,
+                "linear: bad weight");
+  // A u8 weight is compressed (quant4.h): rows of x.dim(1) values.
+  const int64_t w_cols = w.dtype() == DType::U8 ? quant4::row_bytes(x.dim(1)) : x.dim(1);
+  H2OFLEX_CHECK(w.dim(1) == w_cols && out.dim(0) == x.dim(0) && out.dim(1) == w.dim(0),
                 "linear: x ", shape_str(x.shape()), " · w ", shape_str(w.shape()), "ᵀ -> out ",
                 shape_str(out.shape()));
   if (bias) {

@@ -22,7 +22,9 @@
 
 namespace h2oflex::ops {
 
-// out[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]) (then ReLU if `relu`). x, out f32.
+// out[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]) (then ReLU if `relu`). x, out f32. w is f32, f16,
+// bf16, or u8 [n, quant4::row_bytes(k)]: compressed rows (runtime/core/quant4.h), dequantized
+// piece by piece where the GEMM uses them.
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
 

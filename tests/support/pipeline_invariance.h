@@ -15,8 +15,6 @@
 #include "engine/pipeline.h"
 #include "experiments/run_command.h"
 #include "models/opt/opt_model.h"
-#include "runtime/core/quant4.h"
-#include "runtime/ops/ops.h"
 
 namespace h2oflex::testing_support {
 
@@ -76,24 +74,10 @@ inline policy::Policy random_policy(std::mt19937& rng, int block) {
 // Changes a random spec before it runs (a test's own placement rule, say).
 using AdjustSpec = std::function<void(PipelineSpec&, std::mt19937&)>;
 
-// The weights as compress_weight leaves them where they are used: every compressible matrix
-// compressed and dequantized (independently of the engine's layout and weight stream).
-inline void round_trip_compressible(const DecoderModel& model, ModelWeights& w) {
-  for (size_t i = 0; i < model.weight_specs().size(); ++i) {
-    const WeightSpec& spec = model.weight_specs()[i];
-    if (!compressible(spec)) continue;
-    Tensor& t = w.tensors[i];
-    const int64_t n = t.dim(t.rank() - 1);
-    Tensor packed = Tensor::empty({t.numel() / n, quant4::row_bytes(n)}, DType::U8);
-    ops::quantize4(t, packed);
-    ops::dequantize4(packed, t);
-  }
-}
-
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
-// With `compress_weight`, every policy compresses the weights and the in-RAM path runs on
-// round-tripped weights: compression is deterministic, so every placement gives its tokens.
+// With `compress_weight`, every policy compresses the weights and so does the in-RAM path:
+// compression is deterministic, so every placement gives its tokens.
 inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const KvRule& rule,
                              int gen_len, int policies, PipelineDevice device = PipelineDevice::Cpu,
                              const AdjustSpec& adjust = {}, bool compress_weight = false) {
@@ -104,7 +88,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
   gen.eviction = rule;
   gen.capture_kept = true;
   ModelWeights w = load_model_weights(*model, DType::F32, dummy_weight_producer(3));
-  if (compress_weight) round_trip_compressible(*model, w);
+  if (compress_weight) compress_model_weights(*model, w);
   // The reference computes on the same kind of device (a GPU's rounding differs from a CPU's).
   GenerationSettings ref_gen = gen;
   ref_gen.device = device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
