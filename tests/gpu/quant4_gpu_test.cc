@@ -12,12 +12,14 @@
 #include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/ops/compute_choice.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
 namespace {
 
 using gpu_test::random_tensor;
+using ops::ComputeType;
 
 TEST(Quant4Gpu, PackedBytesAndValuesEqualTheCpuTwin) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();
@@ -46,6 +48,26 @@ TEST(Quant4Gpu, PackedBytesAndValuesEqualTheCpuTwin) {
       EXPECT_EQ(std::memcmp(dyh.raw(), y.raw(), y.nbytes()), 0)
           << "n " << n << " " << dtype_name(t);
     }
+  }
+}
+
+TEST(Quant4Gpu, LinearOnCompressedRowsMatchesTheCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const int64_t m = 9, k = 1000, n = 700;
+  const Tensor w = random_tensor({n, k}, DType::F32, 1, 0.05f);
+  const Tensor x = random_tensor({m, k}, DType::F32, 2);
+  Tensor packed = Tensor::empty({n, quant4::row_bytes(k)}, DType::U8);
+  cpu::quantize4(w, packed);
+  for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::F16}) {
+    Tensor want = Tensor::empty({m, n}, DType::F32);
+    cpu::linear(x, packed, nullptr, want, ct);
+    Tensor got = ops::empty({m, n}, DType::F32, Device::CUDA);
+    // Small operand pieces: the dequantization of many weight pieces is covered.
+    cuda::detail::linear_in_pieces(cuda::to_device(x), cuda::to_device(packed), nullptr, got, ct,
+                                   false, 64 * 1024);
+    EXPECT_LT(gpu_test::normalized_error(cuda::to_host(got), want),
+              gpu_test::tolerance(ops::operand_dtype(ct)))
+        << ops::compute_type_name(ct);
   }
 }
 

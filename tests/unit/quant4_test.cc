@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "runtime/core/half.h"
@@ -134,6 +135,37 @@ TEST(Quant4, DequantizesTo16BitTypesAsTheRoundedF32Values) {
     EXPECT_EQ(b.data<uint16_t>()[i], f32_to_bf16(f.data<float>()[i])) << i;
     EXPECT_EQ(h.data<uint16_t>()[i], f32_to_f16(f.data<float>()[i])) << i;
   }
+}
+
+// linear() on compressed rows computes with the dequantized matrix: against the plain linear on
+// that matrix, for decode-like and prefill-like inputs, one piece and many, with bias and ReLU.
+TEST(Quant4, LinearOnCompressedRowsIsLinearOnTheDequantizedMatrix) {
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{3, 64, 40},
+                         {8, 4096, 300},
+                         {70, 1000, 4500},
+                         {1, 33, 5}}) {
+    const Tensor w = random_rows(n, k, 5, 0.05f);
+    const Tensor x = random_rows(m, k, 6, 1.0f);
+    const Tensor bias = random_rows(1, n, 7, 0.1f).reshape({n});
+    const Tensor packed = compress(w);
+    const Tensor wide = decompress(packed, w.shape());
+    for (bool relu : {false, true}) {
+      Tensor got = Tensor::empty({m, n}, DType::F32), want = Tensor::empty({m, n}, DType::F32);
+      ops::linear(x, packed, &bias, got, ops::ComputeType::F32, relu);
+      ops::linear(x, wide, &bias, want, ops::ComputeType::F32, relu);
+      double worst = 0;
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double scale = std::sqrt(static_cast<double>(k)) * 0.05 + 1e-3;
+        worst = std::max(worst, std::fabs(got.data<float>()[i] - want.data<float>()[i]) / scale);
+      }
+      EXPECT_LT(worst, 1e-5) << m << "x" << k << "x" << n << " relu " << relu;
+    }
+  }
+  // A compressed weight whose rows are not x's row length is refused.
+  const Tensor packed = compress(random_rows(4, 64, 1, 1.0f));
+  const Tensor x = random_rows(2, 65, 2, 1.0f);
+  Tensor out = Tensor::empty({2, 4}, DType::F32);
+  EXPECT_ANY_THROW(ops::linear(x, packed, nullptr, out, ops::ComputeType::F32));
 }
 
 TEST(Quant4, WrongSizesAreRefused) {
