@@ -33,6 +33,29 @@ TEST(HuggingFace, PostLayerNormBf16) {
   check_reference("tiny-postln", "tiny-postln", ops::ComputeType::BF16);
 }
 
+// compress_weight against Hugging Face's full-precision logits: the error 4-bit weights cost
+// (reported), bounded, and not zero (the compressed weights were used).
+TEST(HuggingFace, CompressedWeightsLogitsError) {
+  const nlohmann::json e = testing_support::expected();
+  for (const char* name : {"tiny-preln", "tiny-postln"}) {
+    const auto& ref = e["references"][name];
+    const size_t rows = ref["prefill_logits"]["shape"][0].get<size_t>();
+    const size_t vocab = ref["prefill_logits"]["shape"][1].get<size_t>();
+    const std::vector<float> want =
+        testing_support::read_floats(ref["prefill_logits"]["file"], rows * vocab);
+    const auto got = testing_support::run_model(name, ops::ComputeType::F32,
+                                                testing_support::prompt_set(e, name), 1,
+                                                Device::CPU, testing_support::kFixtures, true);
+    const testing_support::Errors err = testing_support::compare(got.prefill, want);
+    std::printf("%s: prefill logits with 4-bit weights, max |error| %.4g = %.3g of max |logit|\n",
+                name, err.max_abs, err.rel());
+    RecordProperty(std::string(name) + "_compressed_logits_max_rel_error",
+                   std::to_string(err.rel()));
+    EXPECT_GT(err.max_abs, 1e-4) << name;
+    EXPECT_LT(err.rel(), 0.25) << name;
+  }
+}
+
 // The tiered pipeline on a real checkpoint: weights on disk, KV on host, 3 GPU batches of 1.
 TEST(HuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
   const auto scratch =

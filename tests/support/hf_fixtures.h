@@ -73,11 +73,14 @@ inline std::vector<std::vector<int32_t>> prompts(const nlohmann::json& set) {
   return p;
 }
 
+// `compress_weight`: the layers' matrices compressed to 4 bits (compress_model_weights).
 inline Captured run_model(const std::string& dir, ops::ComputeType ct, const nlohmann::json& set,
-                          int greedy_steps, Device device, const std::string& root = kFixtures) {
+                          int greedy_steps, Device device, const std::string& root = kFixtures,
+                          bool compress_weight = false) {
   const ModelSource src = open_model_source(root + dir, /*dummy=*/false, 0);
   const DType wdt = matrix_dtype_for(ct);
-  const ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
+  ModelWeights w = load_model_weights(*src.model, wdt, src.producer);
+  if (compress_weight) compress_model_weights(*src.model, w);
   const auto ps = prompts(set);
   const int64_t seq = static_cast<int64_t>(set["input_ids"][0].size());
   Captured c;
