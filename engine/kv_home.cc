@@ -10,7 +10,8 @@ namespace h2oflex {
 
 KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& tiers)
     : shape_(shape),
-      record_bytes_(StorageFormat::plain(shape.dtype).bytes(static_cast<uint64_t>(shape.head_dim))),
+      record_bytes_(kv_storage_format(shape.dtype, shape.compressed)
+                        .bytes(static_cast<uint64_t>(shape.head_dim))),
       plan_(plan),
       tiers_(tiers) {
   const uint64_t bytes = plan.kv_bytes;
@@ -104,13 +105,11 @@ void KvHome::wait_all_stores() {
 
 KvSlots KvHome::slots(int layer, int batch, int buf) const {
   const Home& h = home(layer, batch);
-  const Shape shape{shape_.batch, shape_.heads, shape_.slots, shape_.head_dim};
   const bool in_place = plan_.kv_in_place(layer);
   const Device d = tiers_.tensor_device(in_place ? h.kind : plan_.kv_workspace_tier);
   char* base = static_cast<char*>(in_place ? h.ptr : workspace_[buf]);
-  KvSlots s;
-  s.k = Tensor::wrap(base, shape, shape_.dtype, d);
-  s.v = Tensor::wrap(base + plan_.kv_bytes, shape, shape_.dtype, d);
+  KvSlots s = KvSlots::wrap(base, plan_.kv_bytes, shape_.batch, shape_.heads, shape_.slots,
+                            shape_.head_dim, shape_.dtype, shape_.compressed, d);
   s.pos = h.pos;
   s.score = h.score;
   return s;

@@ -3,19 +3,32 @@
 #include <algorithm>
 #include <limits>
 
+#include "runtime/core/quant4.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {
 
 KvSlots KvSlots::allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
-                          DType dtype, Device device) {
+                          DType dtype, Device device, bool compressed) {
   KvSlots s;
-  s.k = ops::empty({batch, heads, capacity, head_dim}, dtype, device);
-  s.v = ops::empty({batch, heads, capacity, head_dim}, dtype, device);
+  const Shape shape{batch, heads, capacity, quant4::stored_row(compressed, head_dim)};
+  s.k = ops::empty(shape, compressed ? DType::U8 : dtype, device);
+  s.v = ops::empty(shape, compressed ? DType::U8 : dtype, device);
+  s.dim = head_dim;
   s.pos = ops::empty({batch, heads, capacity}, DType::I32, device);
   s.score = ops::empty({batch, heads, capacity}, DType::F32, device);
   s.clear();
+  return s;
+}
+
+KvSlots KvSlots::wrap(char* base, uint64_t v_offset, int64_t batch, int64_t heads, int64_t capacity,
+                      int64_t head_dim, DType dtype, bool compressed, Device device) {
+  KvSlots s;
+  const Shape shape{batch, heads, capacity, quant4::stored_row(compressed, head_dim)};
+  s.k = Tensor::wrap(base, shape, compressed ? DType::U8 : dtype, device);
+  s.v = Tensor::wrap(base + v_offset, shape, compressed ? DType::U8 : dtype, device);
+  s.dim = head_dim;
   return s;
 }
 

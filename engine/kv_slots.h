@@ -12,17 +12,23 @@
 namespace h2oflex {
 
 struct KvSlots {
-  Tensor k, v;   // [b, heads, cap, d] in the KV storage dtype
+  // [b, heads, cap, d] in the KV storage dtype, or compressed: u8 [b, heads, cap,
+  // quant4::row_bytes(d)] (compress_cache).
+  Tensor k, v;
   Tensor pos;    // [b, heads, cap] i32: padded position of the token in the slot, -1 if empty
   Tensor score;  // [b, heads, cap] f32: eviction score (h2o: accumulated attention)
 
   // Empty slots (positions -1, scores 0) on `device`.
   static KvSlots allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
-                          DType dtype, Device device = Device::CPU);
+                          DType dtype, Device device = Device::CPU, bool compressed = false);
+  // K and V of slots laid over memory at `base` (V after `v_offset` bytes).
+  static KvSlots wrap(char* base, uint64_t v_offset, int64_t batch, int64_t heads, int64_t capacity,
+                      int64_t head_dim, DType dtype, bool compressed, Device device);
   int64_t batch() const { return k.dim(0); }
   int64_t heads() const { return k.dim(1); }
   int64_t capacity() const { return k.dim(2); }
-  int64_t head_dim() const { return k.dim(3); }
+  int64_t head_dim() const { return dim; }
+  int64_t dim = 0;  // values per K or V row
   void clear();
 };
 

@@ -29,9 +29,6 @@ RunShape run_shape(const PipelineSpec& spec) {
   H2OFLEX_INPUT_CHECK(static_cast<int64_t>(spec.prompts.size()) == p.block_size(),
                       "pipeline: ", spec.prompts.size(), " prompts for a block of ",
                       p.gpu_batch_size, " x ", p.num_gpu_batches);
-  H2OFLEX_INPUT_CHECK(!p.compress_cache,
-                      "policy.compress_cache: the engine does not compress the KV cache yet (the "
-                      "cost model and plan can predict it); set it to false");
   RunShape r;
   r.padded = pad_prompts(spec.prompts, m.special_tokens().pad);
   const int64_t s = r.padded.seq;
@@ -124,7 +121,7 @@ Pipeline::Pipeline(const PipelineSpec& spec)
                                 spec.policy.pin_weight},
                tiers_),
       kv_(KvShape{model_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
-                  model_.kv_geometry().head_dim, spec.gen.kv_dtype,
+                  model_.kv_geometry().head_dim, spec.gen.kv_dtype, spec.policy.compress_cache,
                   std::min(shape_.slots, shape_.padded.seq), spec.kv_log_compact_every},
           plan_, tiers_),
       act_(model_.hidden(), plan_, tiers_) {

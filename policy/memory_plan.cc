@@ -219,10 +219,15 @@ void plan_gpu_runtime(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
   const uint64_t gemm = 2 * r::kGemmOperandChunkBytes;
   const uint64_t prefill_row_stats = gbs * heads * prompt * 2 * 4;  // max and normalizer per row
   const uint64_t decode_head_probs = gbs * heads * static_cast<uint64_t>(s.kv_slots + 1) * 4;
+  // A compressed cache is dequantized to f32 K and V before decode attention reads it.
+  const uint64_t decoded_cache = s.kv_format.packed()
+                                     ? 2 * gbs * static_cast<uint64_t>(m.kv_heads * s.kv_slots) *
+                                           static_cast<uint64_t>(m.head_dim) * 4
+                                     : 0;
   const uint64_t sample_rows = std::min<uint64_t>(gbs, r::kSampleRowChunk);
   const uint64_t sampling = sample_rows * static_cast<uint64_t>(m.vocab) * r::kSampleBytesPerEntry;
   plan.gpu_pool_bytes =
-      plan_round(std::max({gemm, prefill_row_stats, decode_head_probs, sampling})) +
+      plan_round(std::max({gemm, prefill_row_stats, decode_head_probs + decoded_cache, sampling})) +
       r::kStoreGatherBytes;
   plan.gpu_fixed_bytes = r::kContextBytes + r::kCublasWorkspaceBytes;
   add(plan, TierKind::Device, plan.gpu_pool_bytes + plan.gpu_fixed_bytes);

@@ -39,4 +39,9 @@ constexpr int64_t row_bytes(int64_t n) {
   return code_bytes(n) + groups(n) * 4;
 }
 
+// Elements (u8 bytes when compressed) per row of n values in tensors that hold such rows.
+constexpr int64_t stored_row(bool compressed, int64_t n) {
+  return compressed ? row_bytes(n) : n;
+}
+
 }  // namespace h2oflex::quant4

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "runtime/core/half.h"
+#include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/quant4_rows.h"
 
 namespace h2oflex::cpu {
 
@@ -29,11 +31,16 @@ inline void axpy(float alpha, const float* x, float* y, int64_t d) {
   for (int64_t i = 0; i < d; ++i) y[i] += alpha * x[i];
 }
 
-// One cached vector as f32: in place for an f32 cache, else converted into `scratch`.
-inline const float* load_vec(const Tensor& t, size_t offset, int64_t d, float* scratch) {
+// Cached row `row` (of d values) as f32: in place for an f32 cache, else converted or
+// dequantized (a compressed cache, u8 rows of quant4.h) into `scratch`.
+inline const float* load_row(const Tensor& t, int64_t row, int64_t d, float* scratch) {
+  const size_t offset = static_cast<size_t>(row * d);
   switch (t.dtype()) {
     case DType::F32:
       return t.data<float>() + offset;
+    case DType::U8:
+      dequantize4_rows_f32(t.data<uint8_t>() + row * quant4::row_bytes(d), 1, d, scratch);
+      break;
     case DType::BF16:
       convert_bf16_to_f32(t.data<uint16_t>() + offset, scratch, static_cast<size_t>(d));
       break;
@@ -163,13 +170,12 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
       const int64_t bkv = bh / h * kvh + bh % h / group;  // the KV head this query head reads
       const float* qi = q.data<float>() + bh * d;
       const int32_t* pos = slot_pos.data<int32_t>() + bkv * cap;
-      const size_t base = static_cast<size_t>(bkv * cap * d);
+      const int64_t base = bkv * cap;  // the KV head's first cached row
       float self = dot(qi, k_new.data<float>() + bkv * d, d) * scale;
       float mx = self;
       for (int64_t j = 0; j < cap; ++j) {
         if (pos[j] < 0) continue;
-        p[j] =
-            dot(qi, load_vec(k_cache, base + static_cast<size_t>(j * d), d, vec.data()), d) * scale;
+        p[j] = dot(qi, load_row(k_cache, base + j, d, vec.data()), d) * scale;
         mx = std::max(mx, p[j]);
       }
       float sum = self = std::exp(self - mx);
@@ -186,8 +192,7 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
           continue;
         }
         p[j] *= inv;
-        axpy(p[j], load_vec(v_cache, base + static_cast<size_t>(j * d), d, vec.data()), acc.data(),
-             d);
+        axpy(p[j], load_row(v_cache, base + j, d, vec.data()), acc.data(), d);
       }
       self *= inv;
       axpy(self, v_new.data<float>() + bkv * d, acc.data(), d);

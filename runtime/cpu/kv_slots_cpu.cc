@@ -3,15 +3,19 @@
 #include <cstring>
 
 #include "runtime/core/half.h"
+#include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/quant4_rows.h"
 
 namespace h2oflex::cpu {
 
 namespace {
 
-// Stores n f32 values into slot storage of any float dtype at element `offset`.
-void store_vector(const float* src, Tensor& dst, int64_t offset, int64_t n) {
+// Stores the n f32 values of one KV row into slot row `row` of storage of any float dtype, or
+// compressed (u8 rows of quant4.h).
+void store_row(const float* src, Tensor& dst, int64_t row, int64_t n) {
   const size_t count = static_cast<size_t>(n);
+  const int64_t offset = row * n;
   switch (dst.dtype()) {
     case DType::F32:
       std::memcpy(dst.data<float>() + offset, src, count * 4);
@@ -22,11 +26,13 @@ void store_vector(const float* src, Tensor& dst, int64_t offset, int64_t n) {
     case DType::F16:
       convert_f32_to_f16(src, dst.data<uint16_t>() + offset, count);
       return;
-    case DType::I32:
     case DType::U8:
+      quantize4_row(src, n, dst.data<uint8_t>() + row * quant4::row_bytes(n));
+      return;
+    case DType::I32:
       break;
   }
-  throw InternalError("KV storage must be f32, f16 or bf16");
+  throw InternalError("KV storage must be f32, f16, bf16 or compressed");
 }
 
 }  // namespace
@@ -66,9 +72,9 @@ void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
       if (p < 0) continue;
       const int64_t slot = compact ? next++ : p;
       const int64_t src = ((bi * s + p) * heads + hi) * d;
-      const int64_t dst = (bh * cap + slot) * d;
-      store_vector(k.data<float>() + src, k_slots, dst, d);
-      store_vector(v.data<float>() + src, v_slots, dst, d);
+      const int64_t row = bh * cap + slot;
+      store_row(k.data<float>() + src, k_slots, row, d);
+      store_row(v.data<float>() + src, v_slots, row, d);
       slot_pos.data<int32_t>()[bh * cap + slot] = p;
       slot_score.data<float>()[bh * cap + slot] =
           keep_score ? keep_score->data<float>()[bh * s + p] : 0.0f;
@@ -80,7 +86,7 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
                const Tensor* new_score, float fixed_score, Tensor& k_slots, Tensor& v_slots,
                Tensor& slot_pos, Tensor& slot_score, Tensor& changed) {
   const int64_t bh_count = k_slots.dim(0) * k_slots.dim(1), cap = k_slots.dim(2);
-  const int64_t d = k_slots.dim(3);
+  const int64_t d = k_new.dim(2);
   int32_t* pos = slot_pos.data<int32_t>();
   for (int64_t bh = 0; bh < bh_count; ++bh) {
     int64_t slot = -1;
@@ -96,9 +102,9 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
       changed.data<int32_t>()[bh] = -1;
       continue;
     }
-    const int64_t off = (bh * cap + slot) * d;
-    store_vector(k_new.data<float>() + bh * d, k_slots, off, d);
-    store_vector(v_new.data<float>() + bh * d, v_slots, off, d);
+    const int64_t row = bh * cap + slot;
+    store_row(k_new.data<float>() + bh * d, k_slots, row, d);
+    store_row(v_new.data<float>() + bh * d, v_slots, row, d);
     pos[bh * cap + slot] = position;
     slot_score.data<float>()[bh * cap + slot] =
         new_score ? new_score->data<float>()[bh] : fixed_score;

@@ -87,6 +87,10 @@ void dequantize_row(const uint8_t* in, int64_t n, Out* out, Convert convert) {
 
 }  // namespace
 
+void quantize4_row(const float* x, int64_t n, uint8_t* out) {
+  quantize_row(x, n, out);
+}
+
 void dequantize4_rows_f32(const uint8_t* in, int64_t rows, int64_t n, float* out) {
   const int64_t rb = quant4::row_bytes(n);
   for (int64_t r = 0; r < rows; ++r) {

@@ -9,6 +9,7 @@
 // (deterministic, no atomics).
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
+#include "runtime/cuda/launchers.h"
 #include "runtime/cuda/scratch.h"
 #include "runtime/cuda/streams.h"
 
@@ -114,6 +115,20 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob) {
   const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2), cap = k_cache.dim(2);
   const int64_t kvh = k_cache.dim(1), group = h / kvh;
+  if (k_cache.dtype() == DType::U8) {
+    // A compressed cache is dequantized whole into stream-ordered scratch first (as FlexGen
+    // decompresses its cache on the GPU), then attended to as f32.
+    const Shape values{b, kvh, cap, d};
+    const int64_t rows = b * kvh * cap;
+    const size_t bytes = static_cast<size_t>(rows * d) * sizeof(float);
+    DeviceScratch kf_mem(bytes, current_stream()), vf_mem(bytes, current_stream());
+    launch_dequantize4(k_cache.raw(), rows, d, kf_mem.get(), DType::F32, current_stream());
+    launch_dequantize4(v_cache.raw(), rows, d, vf_mem.get(), DType::F32, current_stream());
+    const Tensor kf = Tensor::wrap(kf_mem.get(), values, DType::F32, k_cache.device());
+    const Tensor vf = Tensor::wrap(vf_mem.get(), values, DType::F32, k_cache.device());
+    attention_decode(q, kf, vf, slot_pos, k_new, v_new, scale, out, slot_probs, new_prob);
+    return;
+  }
   const int64_t bh = b * h;
   if (bh == 0) return;
   H2OFLEX_CHECK(bh <= 0x7fffffff && cap < 0x7fffffff && d <= 0x7fffffff,

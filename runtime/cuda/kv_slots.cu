@@ -2,11 +2,13 @@
 // copy and synchronization behind ops::copy / ops::synchronize.
 #include <climits>
 #include <optional>
+#include <type_traits>
 
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/kernel_utils.cuh"
+#include "runtime/cuda/quant4_device.cuh"
 #include "runtime/cuda/streams.h"
 
 namespace h2oflex::cuda {
@@ -19,6 +21,30 @@ __global__ void fill_kernel(T* data, int64_t n, T value) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     data[i] = value;
+  }
+}
+
+// One KV row of d values from src into slot row `row`, by the whole block: converted to the slot
+// dtype, or compressed (u8 rows of quant4.h, a group per thread).
+template <typename T>
+__device__ void store_slot_row(const float* src, int64_t d, T* slots, int64_t row) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    uint8_t* out = slots + row * quant4::row_bytes(d);
+    for (int64_t g = threadIdx.x; g < quant4::groups(d); g += blockDim.x) {
+      quantize4_group(src, d, g, out);
+    }
+  } else {
+    for (int64_t e = threadIdx.x; e < d; e += blockDim.x) slots[row * d + e] = from_f32<T>(src[e]);
+  }
+}
+
+// Calls f(T{}) with T the element type of KV slots: a float type, or uint8_t for compressed rows.
+template <typename F>
+void dispatch_slots(DType dtype, const char* what, F&& f) {
+  if (dtype == DType::U8) {
+    f(uint8_t{});
+  } else {
+    dispatch_float(dtype, what, f);
   }
 }
 
@@ -48,11 +74,8 @@ __global__ void scatter_prefill_kernel(const float* k, const float* v, const int
     const int32_t slot = slot_of[i];
     if (p < 0 || slot < 0 || slot >= cap) continue;
     const int64_t src = ((bi * s + p) * heads + hi) * d;
-    const int64_t dst = (bh * cap + slot) * d;
-    for (int64_t e = threadIdx.x; e < d; e += blockDim.x) {
-      k_slots[dst + e] = from_f32<T>(k[src + e]);
-      v_slots[dst + e] = from_f32<T>(v[src + e]);
-    }
+    store_slot_row(k + src, d, k_slots, bh * cap + slot);
+    store_slot_row(v + src, d, v_slots, bh * cap + slot);
     if (threadIdx.x == 0) {
       slot_pos[bh * cap + slot] = p;
       slot_score[bh * cap + slot] = keep_score ? keep_score[bh * s + p] : 0.0f;
@@ -84,11 +107,8 @@ __global__ void insert_kernel(const float* k_new, const float* v_new, const int3
     if (threadIdx.x == 0) changed[bh] = -1;
     return;
   }
-  const int64_t off = (bh * cap + slot) * d;
-  for (int64_t e = threadIdx.x; e < d; e += blockDim.x) {
-    k_slots[off + e] = from_f32<T>(k_new[bh * d + e]);
-    v_slots[off + e] = from_f32<T>(v_new[bh * d + e]);
-  }
+  store_slot_row(k_new + bh * d, d, k_slots, bh * cap + slot);
+  store_slot_row(v_new + bh * d, d, v_slots, bh * cap + slot);
   if (threadIdx.x == 0) {
     pos[slot] = position;
     slot_score[bh * cap + slot] = new_score ? new_score[bh] : fixed_score;
@@ -158,7 +178,7 @@ void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
   check_blocks(blocks, "kv_scatter_prefill");
   const size_t smem = static_cast<size_t>(n_keep) * sizeof(int32_t);
   cudaStream_t stream = current_stream();
-  dispatch_float(k_slots.dtype(), "kv_scatter_prefill slots", [&](auto tag) {
+  dispatch_slots(k_slots.dtype(), "kv_scatter_prefill slots", [&](auto tag) {
     using T = decltype(tag);
     allow_dynamic_smem(scatter_prefill_kernel<T>, smem, "kv_scatter_prefill");
     scatter_prefill_kernel<T><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
@@ -177,13 +197,13 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
   if (blocks == 0) return;
   check_blocks(blocks, "kv_insert");
   cudaStream_t stream = current_stream();
-  dispatch_float(k_slots.dtype(), "kv_insert slots", [&](auto tag) {
+  dispatch_slots(k_slots.dtype(), "kv_insert slots", [&](auto tag) {
     using T = decltype(tag);
     insert_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         k_new.data<const float>(), v_new.data<const float>(),
         victim ? victim->data<const int32_t>() : nullptr, position,
         new_score ? new_score->data<const float>() : nullptr, fixed_score, k_slots.dim(2),
-        k_slots.dim(3), k_slots.data<T>(), v_slots.data<T>(), slot_pos.data<int32_t>(),
+        k_new.dim(2), k_slots.data<T>(), v_slots.data<T>(), slot_pos.data<int32_t>(),
         slot_score.data<float>(), changed.data<int32_t>());
     CUDA_CHECK_LAUNCH("insert_kernel");
   });

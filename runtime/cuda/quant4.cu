@@ -2,12 +2,11 @@
 // arithmetic: runtime/core/quant4.h). Explicit _rn intrinsics keep every operation a single
 // IEEE-rounded one (nvcc would otherwise fuse lo + code * step), so both backends give the same
 // bytes and values.
-#include <cuda_fp16.h>
-
 #include "runtime/core/quant4.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/launchers.h"
+#include "runtime/cuda/quant4_device.cuh"
 #include "runtime/cuda/streams.h"
 
 namespace h2oflex::cuda {
@@ -15,49 +14,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One thread per (row, group): the group's 64 values own 32 whole code bytes.
+// One thread per (row, group).
 __global__ void quantize4_kernel(const float* x, int64_t rows, int64_t n, uint8_t* out) {
   const int64_t groups = quant4::groups(n), rb = quant4::row_bytes(n);
   const int64_t total = rows * groups;
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t r = t / groups, g = t % groups;
-    const float* xr = x + r * n;
-    uint8_t* codes = out + r * rb;
-    uint8_t* meta = codes + quant4::code_bytes(n) + 4 * g;
-    const int64_t begin = g * quant4::kGroup;
-    const int64_t end = begin + quant4::kGroup < n ? begin + quant4::kGroup : n;
-    float mn = xr[begin], mx = xr[begin];
-    for (int64_t i = begin + 1; i < end; ++i) {
-      mn = fminf(mn, xr[i]);
-      mx = fmaxf(mx, xr[i]);
-    }
-    unsigned short lo_h = __half_as_ushort(__float2half_rd(mn));
-    if (lo_h == 0x8000) lo_h = 0;
-    const float lo = __half2float(__ushort_as_half(lo_h));
-    unsigned short step_h = 0;
-    if (mx > lo) {
-      step_h = __half_as_ushort(
-          __float2half_ru(__fdiv_rn(__fsub_rn(mx, lo), static_cast<float>(quant4::kLevels))));
-      if (step_h == 0x7c00) step_h = 0x7bff;
-    }
-    const float step = __half2float(__ushort_as_half(step_h));
-    meta[0] = static_cast<uint8_t>(lo_h & 0xff);
-    meta[1] = static_cast<uint8_t>(lo_h >> 8);
-    meta[2] = static_cast<uint8_t>(step_h & 0xff);
-    meta[3] = static_cast<uint8_t>(step_h >> 8);
-    for (int64_t i = begin; i < end; i += 2) {
-      uint8_t byte = 0;
-      for (int64_t k = i; k < i + 2 && k < end; ++k) {
-        uint8_t code = 0;
-        if (step != 0.0f) {
-          const float q = rintf(__fdiv_rn(__fsub_rn(xr[k], lo), step));
-          code = static_cast<uint8_t>(fminf(fmaxf(q, 0.0f), static_cast<float>(quant4::kLevels)));
-        }
-        byte |= static_cast<uint8_t>(k % 2 == 0 ? code : code << 4);
-      }
-      codes[i / 2] = byte;
-    }
+    const int64_t r = t / groups;
+    quantize4_group(x + r * n, n, t % groups, out + r * rb);
   }
 }
 

@@ -56,6 +56,16 @@ bool is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
+// KV slots hold rows of head_dim values in a float type, or compressed (u8 rows of quant4.h).
+bool is_kv_storage(DType t) {
+  return is_float(t) || t == DType::U8;
+}
+
+// The last dimension of KV slots holding rows of d values.
+int64_t slot_row(const Tensor& slots, int64_t d) {
+  return quant4::stored_row(slots.dtype() == DType::U8, d);
+}
+
 }  // namespace
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
@@ -272,10 +282,10 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
   const char* op = "attention_decode";
   expect(q, DType::F32, 3, op, "q");
   const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2);
-  H2OFLEX_CHECK(is_float(k_cache.dtype()) && k_cache.rank() == 4, op, ": k_cache ",
+  H2OFLEX_CHECK(is_kv_storage(k_cache.dtype()) && k_cache.rank() == 4, op, ": k_cache ",
                 shape_str(k_cache.shape()), " ", dtype_name(k_cache.dtype()));
   const int64_t kvh = k_cache.dim(1), cap = k_cache.dim(2);
-  H2OFLEX_CHECK(k_cache.dim(0) == b && k_cache.dim(3) == d, op, ": k_cache ",
+  H2OFLEX_CHECK(k_cache.dim(0) == b && k_cache.dim(3) == slot_row(k_cache, d), op, ": k_cache ",
                 shape_str(k_cache.shape()), " vs q ", shape_str(q.shape()),
                 " (batch and head_dim must match)");
   H2OFLEX_CHECK(kvh > 0 && h % kvh == 0, op, ": ", h, " query heads are not a multiple of ", kvh,
@@ -408,7 +418,7 @@ namespace {
 // Slot storage [b, h, cap, d] with its positions and scores [b, h, cap], all on one device.
 void check_slots(const Tensor& k_slots, const Tensor& v_slots, const Tensor& slot_pos,
                  const Tensor& slot_score, const char* op) {
-  H2OFLEX_CHECK(is_float(k_slots.dtype()) && k_slots.rank() == 4, op, ": k_slots ",
+  H2OFLEX_CHECK(is_kv_storage(k_slots.dtype()) && k_slots.rank() == 4, op, ": k_slots ",
                 shape_str(k_slots.shape()));
   H2OFLEX_CHECK(v_slots.shape() == k_slots.shape() && v_slots.dtype() == k_slots.dtype(), op,
                 ": v_slots");
@@ -434,8 +444,9 @@ void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
   check_slots(k_slots, v_slots, slot_pos, slot_score, op);
   const int64_t b = k.dim(0), s = k.dim(1), h = k.dim(2), d = k.dim(3);
   H2OFLEX_CHECK(keep.dim(0) == b && keep.dim(1) == h, op, ": keep ", shape_str(keep.shape()));
-  H2OFLEX_CHECK(k_slots.dim(0) == b && k_slots.dim(1) == h && k_slots.dim(3) == d, op, ": slots ",
-                shape_str(k_slots.shape()), " for k ", shape_str(k.shape()));
+  H2OFLEX_CHECK(
+      k_slots.dim(0) == b && k_slots.dim(1) == h && k_slots.dim(3) == slot_row(k_slots, d), op,
+      ": slots ", shape_str(k_slots.shape()), " for k ", shape_str(k.shape()));
   H2OFLEX_CHECK(compact ? keep.dim(2) <= k_slots.dim(2) : s <= k_slots.dim(2), op, ": keeping ",
                 compact ? keep.dim(2) : s, " tokens in ", k_slots.dim(2), " slots");
   if (keep_score) {
@@ -458,8 +469,10 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
   H2OFLEX_CHECK(v_new.shape() == k_new.shape(), op, ": v_new shape");
   check_slots(k_slots, v_slots, slot_pos, slot_score, op);
   const int64_t b = k_new.dim(0), h = k_new.dim(1);
-  H2OFLEX_CHECK(k_slots.dim(0) == b && k_slots.dim(1) == h && k_slots.dim(3) == k_new.dim(2), op,
-                ": slots ", shape_str(k_slots.shape()), " for k_new ", shape_str(k_new.shape()));
+  H2OFLEX_CHECK(k_slots.dim(0) == b && k_slots.dim(1) == h &&
+                    k_slots.dim(3) == slot_row(k_slots, k_new.dim(2)),
+                op, ": slots ", shape_str(k_slots.shape()), " for k_new ",
+                shape_str(k_new.shape()));
   expect(changed, DType::I32, -1, op, "changed");
   H2OFLEX_CHECK(changed.numel() == b * h, op, ": changed size");
   if (victim) {

@@ -52,6 +52,49 @@ TEST(PipelineInvariance, CompressedWeightsRandomPolicies) {
                    PipelineDevice::CpuIsolated, {}, true);
 }
 
+// compress_cache: K and V rows compressed after projection, H2O's selection, eviction and the
+// write-back of changed rows on compressed rows, attention dequantizing where it runs — the
+// in-RAM path's tokens and kept sets in every placement (disk homes and logs included), alone
+// and with compressed weights.
+TEST(PipelineInvariance, CompressedCacheRandomPolicies) {
+  const KvRule h2o = policy::kv_rule("h2o", 0, 2, 3);
+  expect_invariant(tiny_config(true), KvRule{}, 6, 6, PipelineDevice::Cpu, {}, false, true);
+  expect_invariant(tiny_config(true), h2o, 8, 8, PipelineDevice::Cpu, {}, false, true);
+  expect_invariant(tiny_config(false), h2o, 8, 6, PipelineDevice::CpuIsolated, {}, true, true);
+}
+
+// compress_cache stores rows of quant4::row_bytes(head_dim) bytes: a disk cache's prefill write
+// shrinks toward that fraction of the plain one's (writes are whole direct-I/O blocks, so not
+// exactly to it).
+TEST(PipelineInvariance, CompressedCacheWritesCompressedRows) {
+  const auto model = std::make_shared<const OptModel>(tiny_config(true));
+  auto prefill_kv_writes = [&](bool compress) {
+    PipelineSpec spec;
+    spec.model = model;
+    spec.producer = dummy_weight_producer(3);
+    spec.weights_key = model->name() + ":dummy:seed=3";
+    spec.policy.gpu_batch_size = 2;
+    spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
+    spec.policy.compress_cache = compress;
+    spec.limits.disk_path = temp_dir();
+    spec.gen.gen_len = 2;
+    spec.gen.eviction = policy::kv_rule("h2o", 0, 2, 2);  // 4 slots, all filled by the prompt
+    spec.prompts = {std::vector<int32_t>(9, 7), std::vector<int32_t>(9, 8)};
+    uint64_t bytes = 0;
+    for (const auto& m : run_pipeline(spec).bytes_moved) {
+      if (m.kind == DataKind::Kv && m.dst == TierKind::Disk && m.phase == "prefill")
+        bytes += m.bytes;
+    }
+    return bytes;
+  };
+  const int64_t d = model->kv_geometry().head_dim;
+  const uint64_t plain = prefill_kv_writes(false), compressed = prefill_kv_writes(true);
+  ASSERT_GT(plain, 0u);
+  EXPECT_GE(compressed * static_cast<uint64_t>(4 * d),
+            plain * static_cast<uint64_t>(quant4::row_bytes(d)));
+  EXPECT_LT(compressed * 2, plain);
+}
+
 // What compress_weight reads from disk per decode step: the layers' matrices as compressed
 // rows, everything else as before.
 TEST(PipelineInvariance, CompressedWeightsReadTheCompressedBytes) {

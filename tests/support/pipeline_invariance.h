@@ -76,11 +76,13 @@ using AdjustSpec = std::function<void(PipelineSpec&, std::mt19937&)>;
 
 // Runs `policies` random valid policies (the first with everything on disk) on `device` and
 // expects the in-RAM path's tokens and kept KV sets (computed on the same device) from each.
-// With `compress_weight`, every policy compresses the weights and so does the in-RAM path:
-// compression is deterministic, so every placement gives its tokens.
+// With `compress_weight` / `compress_cache`, every policy compresses the weights / the KV cache
+// and so does the in-RAM path: compression is deterministic, so every placement gives its
+// tokens.
 inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const KvRule& rule,
                              int gen_len, int policies, PipelineDevice device = PipelineDevice::Cpu,
-                             const AdjustSpec& adjust = {}, bool compress_weight = false) {
+                             const AdjustSpec& adjust = {}, bool compress_weight = false,
+                             bool compress_cache = false) {
   const int block = 8;
   const auto ps = prompts(block, 7);
   GenerationSettings gen;
@@ -91,6 +93,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
   if (compress_weight) compress_model_weights(*model, w);
   // The reference computes on the same kind of device (a GPU's rounding differs from a CPU's).
   GenerationSettings ref_gen = gen;
+  ref_gen.compress_cache = compress_cache;
   ref_gen.device = device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
   const GenerateOutput ref = generate_in_ram(*model, w, ps, ref_gen);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(block));
@@ -103,6 +106,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
     spec.weights_key = model->name() + ":dummy:seed=3";
     spec.policy = random_policy(rng, block);
     spec.policy.compress_weight = compress_weight;
+    spec.policy.compress_cache = compress_cache;
     if (i == 0) {  // everything on disk
       spec.policy.w_gpu = spec.policy.w_cpu = 0;
       spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
@@ -145,9 +149,10 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
 
 inline void expect_invariant(const OptConfig& cfg, const KvRule& rule, int gen_len, int policies,
                              PipelineDevice device = PipelineDevice::Cpu,
-                             const AdjustSpec& adjust = {}, bool compress_weight = false) {
+                             const AdjustSpec& adjust = {}, bool compress_weight = false,
+                             bool compress_cache = false) {
   expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device, adjust,
-                   compress_weight);
+                   compress_weight, compress_cache);
 }
 
 }  // namespace h2oflex::testing_support

@@ -168,6 +168,49 @@ TEST(Quant4, LinearOnCompressedRowsIsLinearOnTheDequantizedMatrix) {
   EXPECT_ANY_THROW(ops::linear(x, packed, nullptr, out, ops::ComputeType::F32));
 }
 
+// A compressed KV cache: kv_insert stores the compressed row, and attention_decode over it is
+// attention over the dequantized rows (the same values, so the same bits).
+TEST(Quant4, CompressedKvSlotsHoldCompressedRowsAndAttendAsTheirValues) {
+  const int64_t b = 2, kvh = 2, h = 4, cap = 5, d = 80;
+  const int64_t rb = quant4::row_bytes(d);
+  Tensor ks = Tensor::zeros({b, kvh, cap, rb}, DType::U8),
+         vs = Tensor::zeros({b, kvh, cap, rb}, DType::U8);
+  Tensor pos = Tensor::empty({b, kvh, cap}, DType::I32),
+         score = Tensor::zeros({b, kvh, cap}, DType::F32);
+  ops::fill(pos, -1.0f);
+  Tensor changed = Tensor::empty({b, kvh}, DType::I32);
+  std::vector<Tensor> ks_new, vs_new;
+  for (int t = 0; t < 3; ++t) {  // a full cache: token t in slot t
+    ks_new.push_back(random_rows(b * kvh, d, 20 + t, 1.0f).reshape({b, kvh, d}));
+    vs_new.push_back(random_rows(b * kvh, d, 40 + t, 1.0f).reshape({b, kvh, d}));
+    ops::kv_insert(ks_new[t], vs_new[t], nullptr, t, nullptr, 0.0f, ks, vs, pos, score, changed);
+  }
+  for (int64_t bh = 0; bh < b * kvh; ++bh) {
+    for (int t = 0; t < 3; ++t) {
+      const Tensor want = compress(ks_new[t].reshape({b * kvh, d}).slice(bh, bh + 1));
+      EXPECT_EQ(std::memcmp(ks.data<uint8_t>() + (bh * cap + t) * rb, want.raw(),
+                            static_cast<size_t>(rb)),
+                0)
+          << bh << " " << t;
+    }
+  }
+  // The same cache as f32 values.
+  Tensor kf = decompress(ks.reshape({b * kvh * cap, rb}), {b, kvh, cap, d});
+  Tensor vf = decompress(vs.reshape({b * kvh * cap, rb}), {b, kvh, cap, d});
+  const Tensor q = random_rows(b * h, d, 60, 1.0f).reshape({b, h, d});
+  const Tensor kn = random_rows(b * kvh, d, 61, 1.0f).reshape({b, kvh, d});
+  const Tensor vn = random_rows(b * kvh, d, 62, 1.0f).reshape({b, kvh, d});
+  Tensor out_c = Tensor::empty({b, h, d}, DType::F32), out_f = Tensor::empty({b, h, d}, DType::F32);
+  Tensor probs_c = Tensor::empty({b, kvh, cap}, DType::F32),
+         probs_f = Tensor::empty({b, kvh, cap}, DType::F32);
+  Tensor self_c = Tensor::empty({b, kvh}, DType::F32), self_f = Tensor::empty({b, kvh}, DType::F32);
+  ops::attention_decode(q, ks, vs, pos, kn, vn, 0.1f, out_c, &probs_c, &self_c);
+  ops::attention_decode(q, kf, vf, pos, kn, vn, 0.1f, out_f, &probs_f, &self_f);
+  EXPECT_EQ(std::memcmp(out_c.raw(), out_f.raw(), out_c.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(probs_c.raw(), probs_f.raw(), probs_c.nbytes()), 0);
+  EXPECT_EQ(std::memcmp(self_c.raw(), self_f.raw(), self_c.nbytes()), 0);
+}
+
 TEST(Quant4, WrongSizesAreRefused) {
   const Tensor x = random_rows(2, 64, 1, 1.0f);
   Tensor small = Tensor::empty({2, quant4::row_bytes(64) - 1}, DType::U8);
