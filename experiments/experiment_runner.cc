@@ -237,6 +237,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       rr.batch = std::to_string(pol.gpu_batch_size) + "x" + std::to_string(pol.num_gpu_batches);
     }
     rr.policy = pol.percent_string() + (pol.cpu_cache_compute ? " ccc" : "") +
+                (pol.compress_weight ? " cw" : "") + (pol.compress_cache ? " cc" : "") +
                 (pol.overlap ? "" : " no-overlap") + (kv.bounded() ? " " + kv.summary() : "");
     if (shape) {
       const policy::Workload w{row.prompt_len, row.gen_len, kv};
@@ -345,7 +346,7 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
         "measured = median (min-max); \"1.56 x L\" = measured / row L's measured. policy = "
         "FlexGen's "
         "percent order (w_gpu w_cpu cache_gpu cache_cpu act_gpu act_cpu); ccc = "
-        "cpu_cache_compute.\n\n";
+        "cpu_cache_compute; cw, cc = 4-bit compress_weight, compress_cache.\n\n";
   os << "| row | system | model | prompt+gen | batch | policy | published | predicted | measured "
         "| ratio | note |\n";
   os << "|---|---|---|---|---|---|---|---|---|---|---|\n";

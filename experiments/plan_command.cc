@@ -53,7 +53,7 @@ int run_plan(const PlanOptions& o) {
   std::printf("attention: %ld query heads, %ld KV heads x %ld dims (%s per token per layer)\n",
               static_cast<long>(m.heads), static_cast<long>(m.kv_heads),
               static_cast<long>(m.head_dim),
-              format_bytes(2.0 * m.kv_bytes * static_cast<double>(m.kv_width())).c_str());
+              format_bytes(m.kv_token_bytes(p.compress_cache)).c_str());
   std::printf("batch: gpu_batch_size %d x num_gpu_batches %d = %d sequences\n", p.gpu_batch_size,
               p.num_gpu_batches, p.block_size());
   std::printf("weights:     gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.w_gpu, p.w_cpu,
@@ -64,6 +64,10 @@ int run_plan(const PlanOptions& o) {
               p.act_disk());
   std::printf("cpu_cache_compute: %s  overlap: %s\n", p.cpu_cache_compute ? "true" : "false",
               p.overlap ? "true" : "false");
+  if (p.compress_weight || p.compress_cache) {
+    std::printf("4-bit compression: weights %s  cache %s\n", p.compress_weight ? "on" : "off",
+                p.compress_cache ? "on" : "off");
+  }
   std::printf("percent (FlexGen order): %s\n", p.percent_string().c_str());
   std::printf("predicted: prefill %.3f token/s  decode %.3f token/s  total %.3f token/s\n",
               e.prefill_tok_s, e.decode_tok_s, e.total_tok_s);

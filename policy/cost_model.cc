@@ -4,14 +4,51 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
+#include "runtime/core/storage_format.h"
 
 namespace h2oflex::policy {
 
 double ModelShape::total_weight_bytes() const {
   return (static_cast<double>(layers) * layer_params() + embedding_params()) * weight_bytes;
+}
+
+namespace {
+
+// Plain and compressed bytes of layer 0's compressible tensors (its unit is 1: the embedding
+// unit comes first, models/decoder_model.h), from the footprint's per-tensor sizes.
+std::pair<double, double> layer_compressible_bytes(const ModelShape& m) {
+  const ModelFootprint& f = m.footprint;
+  if (f.compressed_bytes.empty()) return {0, 0};
+  H2OFLEX_CHECK(f.unit_tensors.size() >= 2 && f.compressed_bytes.size() == f.tensor_bytes.size(),
+                "model '", m.name, "': footprint without a layer unit's compressed sizes");
+  double plain = 0, packed = 0;
+  for (size_t i : f.unit_tensors[1]) {
+    if (f.compressed_bytes[i] == 0) continue;  // stays plain
+    plain += static_cast<double>(f.tensor_bytes[i]);
+    packed += static_cast<double>(f.compressed_bytes[i]);
+  }
+  return {plain, packed};
+}
+
+}  // namespace
+
+double ModelShape::layer_stored_weight_bytes(bool compress_weight) const {
+  if (!compress_weight) return layer_weight_bytes();
+  const auto [plain, packed] = layer_compressible_bytes(*this);
+  return layer_weight_bytes() - plain + packed;
+}
+
+double ModelShape::layer_decoded_weight_bytes(bool compress_weight) const {
+  return compress_weight ? layer_compressible_bytes(*this).first : 0;
+}
+
+double ModelShape::kv_token_bytes(bool compress_cache) const {
+  const uint64_t row = kv_storage_format(kv_dtype(), compress_cache).bytes(head_dim);
+  return 2 * static_cast<double>(kv_heads) * static_cast<double>(row);
 }
 
 namespace {
@@ -25,9 +62,12 @@ struct Derived {
   double s, n;
   double gbs, ngb, bls;
   double wg, wc, wn, cg, cc, cn, hg, hc, hn;
-  double wl;         // bytes of one layer's weights
+  double wl;         // bytes of one layer's weights as stored and moved (compressed or not)
+  double wl_plain;   // ... at their plain size: what the layer's GEMMs read
+  double wl_dec;     // ... that dequantization produces each time the layer computes a batch
   double emb;        // bytes of the embeddings (the LM head is tied to the token embedding)
-  double kv_tok;     // bytes of one token's K and V in one layer
+  double kv_tok;     // bytes of one token's K and V in one layer as stored (compressed or not)
+  double kv_dec;     // ... at their plain size when compressed ((de)quantized), else 0
   double meta_tok;   // bookkeeping bytes per kept token per layer (positions, H2O scores)
   double score_tok;  // H2O score bytes per kept token per layer (rewritten every step)
   bool bounded;
@@ -58,9 +98,12 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.wg = p.w_gpu / 100, d.wc = p.w_cpu / 100, d.wn = std::max(0.0, 1 - d.wg - d.wc);
   d.cg = p.cache_gpu / 100, d.cc = p.cache_cpu / 100, d.cn = std::max(0.0, 1 - d.cg - d.cc);
   d.hg = p.act_gpu / 100, d.hc = p.act_cpu / 100, d.hn = std::max(0.0, 1 - d.hg - d.hc);
-  d.wl = m.layer_weight_bytes();
-  d.emb = m.embedding_params() * m.weight_bytes;
-  d.kv_tok = 2 * m.kv_bytes * d.kv_width;
+  d.wl = m.layer_stored_weight_bytes(p.compress_weight);
+  d.wl_plain = m.layer_weight_bytes();
+  d.wl_dec = m.layer_decoded_weight_bytes(p.compress_weight);
+  d.emb = m.embedding_params() * m.weight_bytes;  // embeddings and LM head stay plain
+  d.kv_tok = m.kv_token_bytes(p.compress_cache);
+  d.kv_dec = p.compress_cache ? m.kv_token_bytes(false) : 0;
   const double full = d.s + d.n;
   // The engine's rule for this workload: what it allocates and whether scores change per step.
   const KvRule rule = w.kv.resolve(w.prompt_len, w.gen_len);
@@ -92,8 +135,7 @@ PlanShape plan_shape(const ModelShape& model, const Policy& p, const Workload& w
   s.prompt_len = w.prompt_len;
   s.gen_len = w.gen_len;
   s.kv_slots = w.kv.resolve(w.prompt_len, w.gen_len).capacity(w.prompt_len, w.gen_len);
-  const DType kv_dtype = model.kv_bytes >= 4 ? DType::F32 : DType::BF16;
-  s.kv_format = kv_storage_format(kv_dtype, p.compress_cache);
+  s.kv_format = kv_storage_format(model.kv_dtype(), p.compress_cache);
   s.separate_device = separate_device;
   s.gpu = separate_device;  // the cost model's separate device is a GPU
   return s;
@@ -110,16 +152,121 @@ MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const W
   return {bytes, bytes, bytes};
 }
 
+namespace {
+
+// The compute of one layer, per phase: GEMMs, attention, (de)quantization and the fixed
+// overhead — comp of FlexGen's model. `best_case`: the least it can be over every placement
+// (decode attention and the cache's dequantization all at the faster of device and host), for
+// throughput_bound.
+struct LayerCompute {
+  double prefill = 0, prefill_dequant = 0, decode = 0, decode_dequant = 0;
+};
+
+LayerCompute layer_compute(const Derived& d, const ModelShape& m, const HardwareProfile& hw,
+                           const Policy& p, double ctx, bool best_case) {
+  LayerCompute c;
+  const bool delegated = p.cpu_cache_compute;
+  const double gemm_tok = m.layer_gemm_flops_per_token();
+  const double off_dev_cache = d.cc + d.cn;  // share of the KV not resident on the device
+  const double mm_rate_g = hw.mm_flops_g_at(p.gpu_batch_size);
+  // 4-bit compression (FlexGen's compress_weight / compress_cache, flex_opt.py and
+  // compression.py): weights are stored and moved compressed and dequantized on the compute
+  // device — once per layer visit into the engine's decoded buffer, or, as FlexGen does (its
+  // attention and MLP decompress their matrices on every call), once per GPU batch
+  // (dequant_per_gpu_batch); K and V are quantized on the device as they are produced
+  // (prefill's s tokens, decode's new one), and the cache a decode step reads is dequantized
+  // where its attention runs — on the device (FlexGen copies the compressed cache there and
+  // decompresses it), or, with cpu_cache_compute, on the host (FlexGen's CPU attention
+  // decompresses the host-resident cache into its fp32 workspace). Rates are bytes of
+  // plain-size output per second.
+  const double rg = hw.dequant_rate_device(), rc = hw.dequant_rate_host();
+  const double weight_dec = (hw.dequant_per_gpu_batch ? d.ngb : 1) * d.wl_dec;
+  // ---- prefill ----
+  {
+    // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention
+    // (FlexGen counts the full s^2, not the causal half). H2O adds the column sums of the
+    // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1. Each
+    // query head attends (GQA shares K and V, not the work). The GEMMs read plain weights (the
+    // dequantized ones under compress_weight).
+    const double gemm =
+        std::max(d.bls * d.s * gemm_tok / hw.mm_flops_p, d.ngb * d.wl_plain / hw.device_mem_bdw);
+    const double attn_work = 4 * d.s * d.s * d.q_width + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
+    c.prefill_dequant = (weight_dec + d.bls * d.stored_p * d.kv_dec) / rg;
+    // Fixed cost per layer and GPU batch (op dispatch, thread fork/join; 0 unless profiled).
+    c.prefill =
+        gemm + d.bls * attn_work / hw.bmm_flops_p + c.prefill_dequant + d.ngb * hw.layer_overhead_s;
+  }
+  // ---- decode ----
+  {
+    // Decode GEMMs of a small GPU batch are bound by reading the weights from device memory,
+    // which FlexGen's fit (made on large batches) leaves out; it is what limits OPT-6.7B at
+    // batch 2 on a T4. The rate itself may depend on the GPU batch (a profiled CPU).
+    const double gemm =
+        d.ngb * std::max(d.gbs * gemm_tok / mm_rate_g, d.wl_plain / hw.device_mem_bdw);
+    // Attention over `ctx` tokens: 4*ctx*h1 per sequence (q.K and p.V); a bounded cache adds
+    // its score accumulation and one arg-min over the slots per head (2*nh*ctx, ~1/head_dim).
+    const double attn_work = d.bls * (4 * ctx * d.q_width + (d.bounded ? 2 * d.nh * ctx : 0));
+    const double cache_dec = d.bls * ctx * d.kv_dec;  // the cache one step reads, dequantized
+    const double host_attn = hw.cpu_flops_real(p.gpu_batch_size, m.hidden);
+    double attn, cache_deq;
+    if (best_case) {
+      attn = attn_work / std::max(hw.bmm_flops_g, host_attn);
+      cache_deq = cache_dec / std::max(rg, rc);
+    } else {
+      attn = attn_work * d.cg / hw.bmm_flops_g +
+             attn_work * off_dev_cache / (delegated ? host_attn : hw.bmm_flops_g);
+      cache_deq = cache_dec * d.cg / rg + cache_dec * off_dev_cache / (delegated ? rc : rg);
+    }
+    c.decode_dequant = (weight_dec + d.bls * d.kv_dec) / rg + cache_deq;
+    c.decode = gemm + attn + c.decode_dequant + d.ngb * hw.layer_overhead_s;
+  }
+  return c;
+}
+
+// The LM head and embeddings' compute once per step (FlexGen's model leaves them out; for
+// small models the LM head is a large share: OPT-125m's is ~45% of its decoder GEMMs). Prefill
+// computes logits for the last position only.
+double head_prefill_compute(const Derived& d, const ModelShape& m, const HardwareProfile& hw) {
+  return d.bls * 2 * m.head_param_count / hw.mm_flops_p;
+}
+double head_decode_compute(const Derived& d, const ModelShape& m, const HardwareProfile& hw,
+                           const Policy& p) {
+  return d.ngb * std::max(d.gbs * 2 * m.head_param_count / hw.mm_flops_g_at(p.gpu_batch_size),
+                          m.head_param_count * m.weight_bytes / hw.device_mem_bdw);
+}
+
+}  // namespace
+
+double throughput_bound(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                        const Workload& w, DecodeContext ctx_kind) {
+  validate_policy(p);
+  const Derived d = derive(model, p, w);
+  const LayerCompute c = layer_compute(d, model, hw, p, decode_context(d, ctx_kind), true);
+  // Every schedule's per-layer time is at least its compute (combine_* in estimate_cost), and
+  // the link terms and the embeddings' moves are >= 0.
+  const double t = d.l * c.prefill + head_prefill_compute(d, model, hw) +
+                   (d.n - 1) * (d.l * c.decode + head_decode_compute(d, model, hw, p));
+  return d.bls * d.n / t;
+}
+
 CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
                            const Workload& w, DecodeContext ctx_kind) {
+  return estimate_cost(model, hw, p, w, ctx_kind,
+                       estimate_memory(model, p, w, hw.compute_device != ComputeDevice::Cpu));
+}
+
+CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                           const Workload& w, DecodeContext ctx_kind, const MemoryEstimate& mem) {
   validate_policy(p);
   const Derived d = derive(model, p, w);
   const double ab = model.act_bytes;
   const bool delegated = p.cpu_cache_compute;
   const bool cpu_hierarchy = hw.compute_device == ComputeDevice::Cpu;
-  const double gemm_tok = model.layer_gemm_flops_per_token();
   const double off_dev_cache = d.cc + d.cn;  // share of the KV not resident on the device
-  const double mm_rate_g = hw.mm_flops_g_at(p.gpu_batch_size);
+  const double ctx = decode_context(d, ctx_kind);
+  const LayerCompute compute = layer_compute(d, model, hw, p, ctx, false);
+  // Under compress_weight / compress_cache the weights and the KV move at their compressed
+  // sizes (d.wl, d.kv_tok): FlexGen copies the compressed tensors between tiers.
 
   CostEstimate e;
   // ---- prefill, per layer ----
@@ -145,18 +292,10 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       t.dtoc = (d.wl * d.wn + hid * d.hn) / hw.dtoc_bdw;
       t.ctod = cache * d.cn / hw.ctod_bdw_cache_p + hid * d.hn / hw.ctod_bdw_hidden_p;
     }
-    // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention
-    // (FlexGen counts the full s^2, not the causal half). H2O adds the column sums of the
-    // probabilities (one add per score) and the selection, both O(nh*s^2) << 4*s^2*h1. Each
-    // query head attends (GQA shares K and V, not the work).
-    const double gemm =
-        std::max(d.bls * d.s * gemm_tok / hw.mm_flops_p, d.ngb * d.wl / hw.device_mem_bdw);
-    const double attn_work = 4 * d.s * d.s * d.q_width + (d.bounded ? 2 * d.nh * d.s * d.s : 0);
-    // Fixed cost per layer and GPU batch (op dispatch, thread fork/join; 0 unless profiled).
-    t.comp = gemm + d.bls * attn_work / hw.bmm_flops_p + d.ngb * hw.layer_overhead_s;
+    t.comp = compute.prefill;
+    t.dequant = compute.prefill_dequant;
   }
   // ---- decode, per layer ----
-  const double ctx = decode_context(d, ctx_kind);
   {
     const double slot = d.kv_tok + d.meta_tok;
     const double cache = d.bls * ctx * slot;          // KV read by one step
@@ -214,20 +353,8 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
                d.wl * d.wn / (0.95 * hw.dtoc_bdw);  // FlexGen's 0.95: weight reads are strided
       t.ctod = ((new_kv + scores) * d.cn + hid * d.hn) / hw.ctod_bdw_g;
     }
-    // Decode GEMMs of a small GPU batch are bound by reading the weights from device memory,
-    // which FlexGen's fit (made on large batches) leaves out; it is what limits OPT-6.7B at
-    // batch 2 on a T4. The rate itself may depend on the GPU batch (a profiled CPU).
-    const double gemm = d.ngb * std::max(d.gbs * gemm_tok / mm_rate_g, d.wl / hw.device_mem_bdw);
-    // Attention over `ctx` tokens: 4*ctx*h1 per sequence (q.K and p.V); a bounded cache adds
-    // its score accumulation and one arg-min over the slots per head (2*nh*ctx, ~1/head_dim).
-    const double attn_work = d.bls * (4 * ctx * d.q_width + (d.bounded ? 2 * d.nh * ctx : 0));
-    double attn = attn_work * d.cg / hw.bmm_flops_g;
-    if (delegated) {
-      attn += attn_work * off_dev_cache / hw.cpu_flops_real(p.gpu_batch_size, model.hidden);
-    } else {
-      attn += attn_work * off_dev_cache / hw.bmm_flops_g;
-    }
-    t.comp = gemm + attn + d.ngb * hw.layer_overhead_s;
+    t.comp = compute.decode;
+    t.dequant = compute.decode_dequant;
   }
   // ---- how the schedule combines the terms ----
   auto combine_prefill = [&](PhaseTerms& t) {
@@ -260,19 +387,15 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   name_bottleneck(e.prefill);
   name_bottleneck(e.decode);
 
-  // The LM head and embeddings, once per step (FlexGen's model leaves them out; for small
-  // models the LM head is a large share: OPT-125m's is ~45% of its decoder GEMMs). Prefill
-  // computes logits for the last position only. Their weights move like a layer's.
-  const double head_params = model.head_param_count;
-  // On the CPU-only hierarchy host-resident embeddings are used in place; disk-resident ones
-  // are read by both the input unit and the (tied) output head, so twice per step.
+  // The LM head and embeddings, once per step; their weights move like a layer's (plain: they
+  // are never compressed). On the CPU-only hierarchy host-resident embeddings are used in
+  // place; disk-resident ones are read by both the input unit and the (tied) output head, so
+  // twice per step.
   const double emb_move = cpu_hierarchy
                               ? 2 * d.emb * d.wn / hw.dtoc_bdw
                               : d.emb * (d.wc + d.wn) / hw.ctog_bdw + d.emb * d.wn / hw.dtoc_bdw;
-  const double head_p = d.bls * 2 * head_params / hw.mm_flops_p + emb_move;
-  const double head_g = d.ngb * std::max(d.gbs * 2 * head_params / mm_rate_g,
-                                         head_params * model.weight_bytes / hw.device_mem_bdw) +
-                        emb_move;
+  const double head_p = head_prefill_compute(d, model, hw) + emb_move;
+  const double head_g = head_decode_compute(d, model, hw, p) + emb_move;
 
   e.prefill_s = d.l * e.prefill.per_layer + head_p;
   e.decode_s = (d.n - 1) * (d.l * e.decode.per_layer + head_g);
@@ -280,7 +403,6 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
   e.prefill_tok_s = d.bls * d.s / e.prefill_s;
   e.decode_tok_s = d.n > 1 ? d.bls * (d.n - 1) / e.decode_s : 0;
   e.total_tok_s = d.bls * d.n / e.total_s;
-  const MemoryEstimate mem = estimate_memory(model, p, w, !cpu_hierarchy);
   e.peak_prefill = mem.prefill;
   e.peak_decode = mem.decode;
   e.peak = mem.peak;
@@ -296,6 +418,11 @@ TierBytes capacities(const HardwareLimits& limits) {
 
 TierBytes capacities(const HardwareProfile& hw, double fraction) {
   return {hw.device_mem * fraction, hw.host_mem * fraction, hw.disk_mem * fraction};
+}
+
+bool fits_within(const TierBytes& peak, const TierBytes& cap) {
+  auto fits = [](double bytes, double budget) { return budget <= 0 || bytes <= budget; };
+  return fits(peak.device, cap.device) && fits(peak.host, cap.host) && fits(peak.disk, cap.disk);
 }
 
 std::string memory_violation(const TierBytes& peak, const TierBytes& cap) {

@@ -9,7 +9,10 @@
 //    host<->device copies are memcpy done by the same cores that compute (so they do not
 //    overlap with compute), disk I/O still overlaps except a disk-resident KV cache's in
 //    decode, and its small scattered write-backs cost per request;
-//  - the device-memory bound of small-batch decode GEMMs and the LM head (see cost_model.cc).
+//  - the device-memory bound of small-batch decode GEMMs and the LM head (see cost_model.cc);
+//  - FlexGen's 4-bit compression (compress_weight, compress_cache): compressed bytes are what
+//    is stored and moved, and (de)quantizing costs compute time at the profile's rates
+//    (HardwareProfile::dequant_rate_device / dequant_rate_host; see cost_model.cc).
 // Throughputs follow FlexGen's definitions: prefill = bls*s / T_prefill, decode =
 // bls*(n-1) / T_decode, total ("generation throughput") = bls*n / (T_prefill + T_decode).
 #pragma once
@@ -21,6 +24,7 @@
 #include "policy/kv_policy.h"
 #include "policy/memory_plan.h"
 #include "policy/run_policy.h"
+#include "runtime/core/dtype.h"
 
 namespace h2oflex::policy {
 
@@ -45,6 +49,18 @@ struct ModelShape {
 
   double layer_params() const { return layer_param_count; }
   double layer_weight_bytes() const { return layer_params() * weight_bytes; }
+  // One layer's weight bytes as stored and moved: under compress_weight its compressible
+  // matrices (models/weight_spec.h) at their compressed size, the footprint's compressed_bytes
+  // (runtime/core/storage_format.h), and the rest as layer_weight_bytes counts it.
+  double layer_stored_weight_bytes(bool compress_weight) const;
+  // Bytes one layer's dequantization produces under compress_weight (its compressed matrices
+  // at their plain size); 0 without.
+  double layer_decoded_weight_bytes(bool compress_weight) const;
+  // The KV cache's value type (kv_bytes wide).
+  DType kv_dtype() const { return kv_bytes >= 4 ? DType::F32 : DType::BF16; }
+  // One token's K and V in one layer as stored: a row of head_dim values per KV head for each
+  // of K and V, in kv_storage_format(kv_dtype(), compress_cache).
+  double kv_token_bytes(bool compress_cache) const;
   double embedding_params() const { return other_param_count; }
   double total_weight_bytes() const;
   // GEMM FLOPs of one decoder layer for one token (2 * matrix parameters; FlexGen's
@@ -72,6 +88,7 @@ struct TierBytes {
 // Per-layer link and compute times of one phase, seconds (FlexGen's ctog/gtoc/dtoc/ctod/comp).
 struct PhaseTerms {
   double ctog = 0, gtoc = 0, dtoc = 0, ctod = 0, comp = 0;
+  double dequant = 0;      // the part of comp that (de)quantizes (compress_weight / _cache)
   double unhidden = 0;     // the part of dtoc + ctod that the schedule cannot overlap
   double per_layer = 0;    // the combination of the above that the schedule achieves
   std::string bottleneck;  // the largest term's name
@@ -89,6 +106,14 @@ struct CostEstimate {
 CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
                            const Workload& w, DecodeContext ctx = DecodeContext::Mean);
 
+// An upper bound on estimate_cost(...).total_tok_s over every placement (weights, cache and
+// activation percentages, cpu_cache_compute) of p's batch shape, compression and overlap: the
+// time of the computation alone, at the faster of device and host attention and
+// dequantization, with no link time. The planner skips a batch shape's placements when even
+// this cannot beat its best.
+double throughput_bound(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                        const Workload& w, DecodeContext ctx = DecodeContext::Mean);
+
 // Bytes per tier the engine allocates for the run: the engine's own memory plan (plan_memory),
 // so a policy the planner accepts is one the engine accepts. The engine allocates everything
 // up front, so prefill, decode and peak are the same. `separate_device`: the compute device is a
@@ -98,13 +123,22 @@ struct MemoryEstimate {
 };
 MemoryEstimate estimate_memory(const ModelShape& model, const Policy& p, const Workload& w,
                                bool separate_device);
-// The plan's inputs for a workload (KV slots from the resolved rule, KV at kv_bytes).
+// estimate_cost with `memory` = estimate_memory(model, p, w, separate device) already at hand
+// (the planner has computed it to check the budgets).
+CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, const Policy& p,
+                           const Workload& w, DecodeContext ctx, const MemoryEstimate& memory);
+// The plan's inputs for a workload (KV slots from the resolved rule, KV at kv_bytes, compressed
+// under p.compress_cache).
 PlanShape plan_shape(const ModelShape& model, const Policy& p, const Workload& w,
                      bool separate_device);
 
 // Tier capacities to check a peak against.
 TierBytes capacities(const HardwareLimits& limits);  // 0 in limits = unlimited
 TierBytes capacities(const HardwareProfile& hw, double fraction);
+
+// Whether `peak` fits `cap` on every tier (cap 0 = unlimited): memory_violation(...).empty(),
+// without building the message.
+bool fits_within(const TierBytes& peak, const TierBytes& cap);
 
 // "" when `peak` fits `cap` on every tier (cap 0 = unlimited), else a message naming the tier,
 // the estimate and the budget, e.g. "host: estimated peak 9.31 GiB exceeds budget 8.00 GiB".

@@ -22,6 +22,8 @@ struct Field {
   double HardwareProfile::*member;
   double unit;
   bool required;
+  // Optional, and > 0 when given (absent: 0, which stands for a documented default).
+  bool positive = false;
 };
 
 const Field kFields[] = {
@@ -43,6 +45,8 @@ const Field kFields[] = {
     {"cpu_flops_c3", &HardwareProfile::cpu_flops_c3, 1.0, false},
     {"layer_overhead_s", &HardwareProfile::layer_overhead_s, 1.0, false},
     {"disk_write_op_s", &HardwareProfile::disk_write_op_s, 1.0, false},
+    {"dequant_bdw_g", &HardwareProfile::dequant_bdw_g, kGiB, false, true},
+    {"dequant_bdw_c", &HardwareProfile::dequant_bdw_c, kGiB, false, true},
 };
 
 }  // namespace
@@ -63,6 +67,15 @@ double HardwareProfile::mm_flops_g_at(int gbs) const {
   return gbs / tau;
 }
 
+double HardwareProfile::dequant_rate_device() const {
+  return dequant_bdw_g > 0 ? dequant_bdw_g : device_mem_bdw / 2;
+}
+
+double HardwareProfile::dequant_rate_host() const {
+  constexpr double kBytesPerFlop = 1;  // see hardware.h
+  return dequant_bdw_c > 0 ? dequant_bdw_c : cpu_flops * kBytesPerFlop;
+}
+
 double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
   const double a = std::max(0.0, std::log2(64.0 / std::max(gbs, 1)));
   const double b = std::max(0.0, std::log2(4096.0 / static_cast<double>(std::max<int64_t>(h1, 1))));
@@ -72,15 +85,18 @@ double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
 
 HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string& source) {
   const std::string root = source + ":";
-  require_mapping(node, source, {"name",           "compute_device",   "device_mem",
-                                 "host_mem",       "disk_mem",         "usable_fraction",
-                                 "ctog_bdw",       "gtoc_bdw_cache",   "gtoc_bdw_hidden",
-                                 "dtoc_bdw",       "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
-                                 "ctod_bdw_g",     "device_mem_bdw",   "mm_flops_p",
-                                 "mm_flops_g",     "bmm_flops_p",      "bmm_flops_g",
-                                 "cpu_flops",      "cpu_flops_c1",     "cpu_flops_c2",
-                                 "cpu_flops_c3",   "layer_overhead_s", "mm_flops_g_by_batch",
-                                 "disk_write_op_s"});
+  // clang-format off
+  require_mapping(node, source, {"name",             "compute_device",   "device_mem",
+                                 "host_mem",         "disk_mem",         "usable_fraction",
+                                 "ctog_bdw",         "gtoc_bdw_cache",   "gtoc_bdw_hidden",
+                                 "dtoc_bdw",         "ctod_bdw_cache_p", "ctod_bdw_hidden_p",
+                                 "ctod_bdw_g",       "device_mem_bdw",   "mm_flops_p",
+                                 "mm_flops_g",       "bmm_flops_p",      "bmm_flops_g",
+                                 "cpu_flops",        "cpu_flops_c1",     "cpu_flops_c2",
+                                 "cpu_flops_c3",     "layer_overhead_s", "mm_flops_g_by_batch",
+                                 "disk_write_op_s",  "dequant_bdw_g",    "dequant_bdw_c",
+                                 "dequant_per_gpu_batch"});
+  // clang-format on
   auto path = [&](const char* key) { return root + " " + key; };
   auto need = [&](const char* key) {
     H2OFLEX_INPUT_CHECK(node[key], path(key), ": missing (hardware profiles list every constant)");
@@ -103,7 +119,7 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
   for (const Field& f : kFields) {
     if (!f.required && !node[f.key]) continue;
     const double v = read_double(f.required ? need(f.key) : node[f.key], path(f.key));
-    if (f.required) {
+    if (f.required || f.positive) {
       H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0, path(f.key), ": ", v, " must be > 0");
     } else {
       H2OFLEX_INPUT_CHECK(std::isfinite(v), path(f.key), ": ", v, " is not finite");
@@ -112,6 +128,10 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
       H2OFLEX_INPUT_CHECK(!non_negative || v >= 0, path(f.key), ": ", v, " must be >= 0");
     }
     hw.*(f.member) = v * f.unit;
+  }
+  if (node["dequant_per_gpu_batch"]) {
+    hw.dequant_per_gpu_batch =
+        read_bool(node["dequant_per_gpu_batch"], path("dequant_per_gpu_batch"));
   }
   if (const YAML::Node table = node["mm_flops_g_by_batch"]) {
     const std::string where = path("mm_flops_g_by_batch");
@@ -150,8 +170,10 @@ std::string hardware_profile_to_yaml(const HardwareProfile& hw) {
   os << "disk_mem: " << hw.disk_mem << "\n";
   os << "usable_fraction: " << hw.usable_fraction << "\n";
   for (const Field& f : kFields) {
+    if (f.positive && hw.*(f.member) == 0) continue;  // not given: the default
     os << f.key << ": " << hw.*(f.member) / f.unit << "\n";
   }
+  if (hw.dequant_per_gpu_batch) os << "dequant_per_gpu_batch: true\n";
   if (!hw.mm_flops_g_by_batch.empty()) {
     os << "mm_flops_g_by_batch: {";
     for (size_t i = 0; i < hw.mm_flops_g_by_batch.size(); ++i) {

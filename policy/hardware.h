@@ -30,6 +30,18 @@
 //   optional: layer_overhead_s        seconds of fixed cost per decoder layer and GPU batch on
 //     the compute device, whatever the size (kernel launches, thread fork/join, temporaries;
 //     default 0); `h2oflex profile` measures it on a CPU from a tiny layer
+//   optional: dequant_bdw_g, dequant_bdw_c   GiB/s of (de)quantized output — bytes of the
+//     values at their plain dtype — that 4-bit group-wise (de)quantization (compress_weight,
+//     compress_cache) produces on the compute device / on the host (delegated attention over a
+//     compressed cache dequantizes there). Must be > 0 when given. Defaults: the device at half
+//     its memory read rate (device_mem_bdw / 2: a fused kernel reads the packed rows and writes
+//     the output once, at write rates below the streaming read rate); the host at one byte per
+//     FLOP of cpu_flops (a 16-bit value costs a multiply and an add, 2 FLOP per 2 bytes, at the
+//     rate host attention runs at, which does the same per cached value)
+//   optional: dequant_per_gpu_batch: true | false   compressed weights are dequantized for
+//     every GPU batch a layer computes (FlexGen: its attention and MLP decompress their
+//     matrices on each call) instead of once per layer visit, shared by the GPU batches
+//     (h2oflex's engine: one decoded buffer per unit visit; the default, false)
 #pragma once
 
 #include <cstdint>
@@ -60,6 +72,10 @@ struct HardwareProfile {
   double cpu_flops_c1 = 0, cpu_flops_c2 = 0, cpu_flops_c3 = 0;
   double layer_overhead_s = 0;  // seconds per decoder layer and GPU batch
   double disk_write_op_s = 0;   // seconds per small scattered disk write beyond its bytes
+  // (De)quantized output bytes per second of 4-bit compression, on the device and on the host;
+  // 0: not given (the profile's defaults, dequant_rate_device / dequant_rate_host).
+  double dequant_bdw_g = 0, dequant_bdw_c = 0;
+  bool dequant_per_gpu_batch = false;  // weights dequantized per GPU batch, not per layer visit
   // Decode GEMM rate (FLOP/s) measured at these GPU batch sizes, ascending. FlexGen's one
   // constant, fitted on a GPU at large batches, is right for a device that is saturated; a
   // CPU's rate keeps growing with the batch well past where one constant would be measured
@@ -69,6 +85,11 @@ struct HardwareProfile {
 
   // Decode GEMM rate for a GPU batch of `gbs` sequences (see mm_flops_g_by_batch).
   double mm_flops_g_at(int gbs) const;
+
+  // Bytes per second of (de)quantized output (plain size) on the compute device and on the host:
+  // dequant_bdw_g / dequant_bdw_c, or their documented defaults when not given.
+  double dequant_rate_device() const;
+  double dequant_rate_host() const;
 
   // Host attention rate for a GPU batch of `gbs` sequences of hidden size `h1`: FlexGen's fit,
   // cpu_flops * max(0.1, 1 + c1*a*b - c2*a - c3*b), a = log2(64/gbs)+, b = log2(4096/h1)+.

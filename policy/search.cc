@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 
 namespace h2oflex::policy {
 
@@ -23,6 +24,19 @@ struct Split {
   double gpu, cpu;
 };
 
+// One choice of 4-bit compression.
+struct Compression {
+  bool weight, cache;
+};
+constexpr Compression kPlain{false, false};
+constexpr double kCoarseStep = 1.25;  // the compression pass's grid step / placement_step
+// The choices the compression pass tries.
+constexpr Compression kCompressed[] = {{true, true}, {false, true}, {true, false}};
+// Those that decide whether a batch shape fits at all: compressed weights never take more
+// memory than plain ones (their decoded buffer holds one unit), while a compressed cache may
+// (its decode dequantization buffer), so compressed weights with and without it.
+constexpr Compression kCompressedFrugal[] = {{true, true}, {true, false}};
+
 std::vector<Split> split_grid(double step, bool allow_disk) {
   std::vector<Split> v;
   const int k = static_cast<int>(std::round(100 / step));
@@ -42,23 +56,29 @@ class Searcher {
            const SearchOptions& opt)
       : m_(m), hw_(hw), w_(w), cap_(cap), opt_(opt) {
     grid_ = split_grid(opt.placement_step, opt.allow_disk);
+    // The compression pass tries three choices per batch shape; a coarser grid (25% steps for
+    // the default 20) keeps its cost near the first pass's, and the refinement's 10..1% steps
+    // find the placement between grid points.
+    coarse_grid_ = split_grid(kCoarseStep * opt.placement_step, opt.allow_disk);
     acts_ = {{100, 0}, {0, 100}};
     if (opt.allow_disk) acts_.push_back({0, 0});
   }
 
   bool fits(const Policy& p) const {
-    return memory_violation(estimate_memory(m_, p, w_, separate()).peak, cap_).empty();
+    return fits_within(estimate_memory(m_, p, w_, separate()).peak, cap_);
   }
 
   bool separate() const { return hw_.compute_device != ComputeDevice::Cpu; }
 
-  // Any placement of this batch shape that fits? Tries the cheapest-on-memory first.
-  bool feasible(int gbs, int ngb) const {
-    Policy p = base(gbs, ngb);
+  // Any placement of this batch shape that fits with compression `c`? Tries the
+  // cheapest-on-memory first.
+  bool feasible(int gbs, int ngb, Compression c) const {
+    Policy p = base(gbs, ngb, c);
+    const std::vector<Split>& grid = grid_for(c);
     // Memory only falls as data leaves the device, so the most device-frugal placements
     // decide feasibility; test a few extremes before the grid.
-    for (const Split& ws : grid_) {
-      for (const Split& cs : grid_) {
+    for (const Split& ws : grid) {
+      for (const Split& cs : grid) {
         for (const Split& as : acts_) {
           for (bool del : {true, false}) {
             set(p, ws, cs, as, del);
@@ -70,12 +90,20 @@ class Searcher {
     return false;
   }
 
-  // Best placement for one batch shape over the grid; returns throughput (0 if none fits).
-  double best_placement(int gbs, int ngb, Policy& best, CostEstimate& best_e) {
-    Policy p = base(gbs, ngb);
+  // Best placement for one batch shape and compression over the grid; returns throughput (0 if
+  // none fits, or if even its computation alone cannot exceed `floor`).
+  double best_placement(int gbs, int ngb, Compression c, double floor, Policy& best,
+                        CostEstimate& best_e) {
+    Policy p = base(gbs, ngb, c);
+    // Exact pruning: no placement is faster than the bound (1e-9: rounding).
+    if (floor > 0 && throughput_bound(m_, hw_, p, w_, opt_.decode_context) * (1 + 1e-9) <= floor) {
+      ++pruned_;
+      return 0;
+    }
     double best_tp = 0;
-    for (const Split& ws : grid_) {
-      for (const Split& cs : grid_) {
+    const std::vector<Split>& grid = grid_for(c);
+    for (const Split& ws : grid) {
+      for (const Split& cs : grid) {
         for (const Split& as : acts_) {
           for (bool del : {false, true}) {
             if (del && cs.gpu >= 100) continue;  // nothing to delegate
@@ -89,8 +117,9 @@ class Searcher {
   }
 
   // Coordinate descent from a good point: move `step` percent of one kind (weights, cache,
-  // activations) between two tiers, or change num_gpu_batches by one or by ~10%.
-  void refine(Policy& best, CostEstimate& best_e, double& best_tp) {
+  // activations) between two tiers, change num_gpu_batches by one or by ~10%, or (with
+  // `switch_compression`) turn compress_weight or compress_cache on or off.
+  void refine(Policy& best, CostEstimate& best_e, double& best_tp, bool switch_compression) {
     struct Kind {
       double Policy::*gpu;
       double Policy::*cpu;
@@ -126,19 +155,29 @@ class Searcher {
           p.num_gpu_batches = ngb;
           improved |= consider(p, best_tp, best, best_e);
         }
+        if (switch_compression) {
+          for (bool Policy::*flag : {&Policy::compress_weight, &Policy::compress_cache}) {
+            Policy p = best;
+            p.*flag = !(p.*flag);
+            improved |= consider(p, best_tp, best, best_e);
+          }
+        }
       }
     }
   }
 
   long evaluated() const { return evaluated_; }
+  long pruned() const { return pruned_; }
 
  private:
-  Policy base(int gbs, int ngb) const {
+  Policy base(int gbs, int ngb, Compression c) const {
     Policy p;
     p.gpu_batch_size = gbs;
     p.num_gpu_batches = ngb;
     p.overlap = true;
     p.pin_weight = true;
+    p.compress_weight = c.weight;
+    p.compress_cache = c.cache;
     return p;
   }
 
@@ -150,9 +189,10 @@ class Searcher {
   }
 
   bool consider(const Policy& p, double& best_tp, Policy& best, CostEstimate& best_e) {
-    if (!fits(p)) return false;
+    const MemoryEstimate mem = estimate_memory(m_, p, w_, separate());
+    if (!fits_within(mem.peak, cap_)) return false;
     ++evaluated_;
-    const CostEstimate e = estimate_cost(m_, hw_, p, w_, opt_.decode_context);
+    const CostEstimate e = estimate_cost(m_, hw_, p, w_, opt_.decode_context, mem);
     // Equal predicted throughput (e.g. link time hidden under compute): prefer the policy that
     // moves less, which is the safer bet when the overlap is imperfect.
     const bool tie = best_tp > 0 && std::fabs(e.total_tok_s - best_tp) <= 1e-9 * best_tp &&
@@ -177,9 +217,14 @@ class Searcher {
   const Workload& w_;
   TierBytes cap_;
   SearchOptions opt_;
-  std::vector<Split> grid_;
+  const std::vector<Split>& grid_for(Compression c) const {
+    return c.weight || c.cache ? coarse_grid_ : grid_;
+  }
+
+  std::vector<Split> grid_, coarse_grid_;
   std::vector<Split> acts_;
   long evaluated_ = 0;
+  long pruned_ = 0;
 };
 
 // 1..8, then ~x1.25 steps, always ending at `max`.
@@ -191,6 +236,47 @@ std::vector<int> ngb_ladder(int max) {
   }
   if (v.empty() || v.back() != max) v.push_back(max);
   return v;
+}
+
+// One pass of the search over the batch shapes with the compression choices `choices`; a
+// shape fits when some placement fits with one of `frugal` (the most memory-frugal of them).
+// The best found goes to r (found, policy, estimate) if it exceeds `floor` (a throughput to
+// beat).
+void search_pass(Searcher& s, const SearchOptions& opt, const std::vector<int>& sizes,
+                 std::span<const Compression> choices, std::span<const Compression> frugal,
+                 double floor, SearchResult& r) {
+  double best_tp = floor;
+  auto feasible = [&](int gbs, int ngb) {
+    return std::any_of(frugal.begin(), frugal.end(),
+                       [&](Compression c) { return s.feasible(gbs, ngb, c); });
+  };
+  for (int gbs : sizes) {
+    if (!feasible(gbs, 1)) break;  // larger GPU batches need more memory still
+    // Largest feasible ngb: doubling, then bisection on (lo feasible, hi infeasible].
+    int lo = 1, hi = 2;
+    while (hi <= opt.max_num_gpu_batches && feasible(gbs, hi)) {
+      lo = hi;
+      hi *= 2;
+    }
+    hi = std::min(hi, opt.max_num_gpu_batches + 1);
+    while (hi - lo > 1) {
+      const int mid = lo + (hi - lo) / 2;
+      (feasible(gbs, mid) ? lo : hi) = mid;
+    }
+    for (int ngb : ngb_ladder(lo)) {
+      for (const Compression& c : choices) {
+        Policy p;
+        CostEstimate e;
+        const double tp = s.best_placement(gbs, ngb, c, best_tp * (1 + opt.min_gain), p, e);
+        if (tp > best_tp * (1 + opt.min_gain)) {
+          best_tp = tp;
+          r.policy = p;
+          r.estimate = e;
+          r.found = true;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -214,47 +300,42 @@ SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, c
   Searcher s(model, hw, w, r.capacity, opt);
   const std::vector<int> sizes =
       opt.gpu_batch_sizes.empty() ? default_gpu_batch_sizes() : opt.gpu_batch_sizes;
-  double best_tp = 0;
-  for (int gbs : sizes) {
-    if (!s.feasible(gbs, 1)) {
-      if (gbs == sizes.front()) {
-        // Explain with the most memory-frugal policy.
-        Policy p;
-        p.gpu_batch_size = gbs;
-        p.w_gpu = 0, p.w_cpu = opt.allow_disk ? 0 : 100;
-        p.cache_gpu = 0, p.cache_cpu = opt.allow_disk ? 0 : 100;
-        p.act_gpu = 0, p.act_cpu = opt.allow_disk ? 0 : 100;
-        p.cpu_cache_compute = true;
-        r.why_not = memory_violation(
-            estimate_memory(model, p, w, hw.compute_device != ComputeDevice::Cpu).peak, r.capacity);
-      }
-      break;  // larger GPU batches need more memory still
-    }
-    // Largest feasible ngb: doubling, then bisection on (lo feasible, hi infeasible].
-    int lo = 1, hi = 2;
-    while (hi <= opt.max_num_gpu_batches && s.feasible(gbs, hi)) {
-      lo = hi;
-      hi *= 2;
-    }
-    hi = std::min(hi, opt.max_num_gpu_batches + 1);
-    while (hi - lo > 1) {
-      const int mid = lo + (hi - lo) / 2;
-      (s.feasible(gbs, mid) ? lo : hi) = mid;
-    }
-    for (int ngb : ngb_ladder(lo)) {
-      Policy p;
-      CostEstimate e;
-      const double tp = s.best_placement(gbs, ngb, p, e);
-      if (tp > best_tp * (1 + opt.min_gain)) {
-        best_tp = tp;
-        r.policy = p;
-        r.estimate = e;
+  const Compression plain[] = {kPlain};
+  search_pass(s, opt, sizes, plain, plain, 0, r);
+  if (r.found) {
+    double tp = r.estimate.total_tok_s;
+    s.refine(r.policy, r.estimate, tp, false);
+  }
+  if (opt.allow_compression) {
+    // Everything the first pass tried is left out (placements without compression); shapes
+    // whose computation cannot beat its result are skipped.
+    SearchResult c;
+    search_pass(s, opt, sizes, kCompressed, kCompressedFrugal, r.found ? r.estimate.total_tok_s : 0,
+                c);
+    if (c.found) {
+      double tp = c.estimate.total_tok_s;
+      s.refine(c.policy, c.estimate, tp, true);
+      if (!r.found || tp > r.estimate.total_tok_s) {
         r.found = true;
+        r.policy = c.policy;
+        r.estimate = c.estimate;
       }
     }
   }
-  if (r.found) s.refine(r.policy, r.estimate, best_tp);
+  if (!r.found) {
+    // Explain with the most memory-frugal policy.
+    Policy p;
+    p.gpu_batch_size = sizes.front();
+    p.w_gpu = 0, p.w_cpu = opt.allow_disk ? 0 : 100;
+    p.cache_gpu = 0, p.cache_cpu = opt.allow_disk ? 0 : 100;
+    p.act_gpu = 0, p.act_cpu = opt.allow_disk ? 0 : 100;
+    p.cpu_cache_compute = true;
+    p.compress_weight = p.compress_cache = opt.allow_compression;
+    r.why_not = memory_violation(
+        estimate_memory(model, p, w, hw.compute_device != ComputeDevice::Cpu).peak, r.capacity);
+  }
   r.evaluated = s.evaluated();
+  r.pruned = s.pruned();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -8,6 +8,12 @@
 // (weights and cache in steps of `placement_step` percent, activations whole on one tier) with
 // cpu_cache_compute on and off; the best point is then refined by coordinate steps of 10, 5,
 // 2 and 1 percent. (FlexGen solves an LP per batch shape instead of the grid.)
+//
+// With allow_compression, a second pass does the same over the 4-bit compression choices
+// (compress_cache, compress_weight, both), its refinement also switching them, and the faster
+// of the two results wins: never slower than the search without compression. A batch shape
+// whose computation alone (throughput_bound) cannot beat the best so far is skipped without
+// trying its placements.
 #pragma once
 
 #include <vector>
@@ -26,6 +32,9 @@ struct SearchOptions {
   // more than this fraction: where throughput has saturated (compute-bound), growing the block
   // buys nothing but memory and latency.
   double min_gain = 0.005;
+  // May the policy compress weights and/or the KV cache (compress_weight, compress_cache)?
+  // Off by default: `policy: auto` plans for the engine, whose compress_cache is not finished.
+  bool allow_compression = false;
 };
 
 struct SearchResult {
@@ -34,6 +43,7 @@ struct SearchResult {
   CostEstimate estimate;
   TierBytes capacity;   // what the search had to fit in, per tier
   long evaluated = 0;   // policies whose throughput was estimated
+  long pruned = 0;      // (batch shape, compression) pairs skipped by throughput_bound
   double seconds = 0;   // wall time of the search
   std::string why_not;  // when !found: the smallest policy's memory violation
 };

@@ -85,6 +85,16 @@ TEST(ExperimentPredict, FlexGenTableWithin25Percent) {
   expect_band(doc, "FlexGen OPT-6.7B", 25.26, 0.25);
   expect_band(doc, "FlexGen OPT-30B", 7.32, 0.25);
   expect_band(doc, "FlexGen OPT-175B", 0.69, 0.25);
+  // FlexGen with 4-bit compression (its published policies; the profile's dequantization rate
+  // is what the OPT-6.7B row implies, so the other two are predictions).
+  expect_band(doc, "FlexGen+4bit OPT-6.7B", 29.12, 0.30);
+  expect_band(doc, "FlexGen+4bit OPT-30B", 8.38, 0.30);
+  expect_band(doc, "FlexGen+4bit OPT-175B", 1.12, 0.30);
+  // The policy column tags compression (cw, cc).
+  EXPECT_EQ(row_labeled(doc, "FlexGen+4bit OPT-6.7B")["policy"],
+            "100 0 100 0 100 0 cw cc no-overlap");
+  EXPECT_EQ(row_labeled(doc, "FlexGen+4bit OPT-30B")["policy"], "0 100 0 100 0 100 cc");
+  EXPECT_EQ(row_labeled(doc, "FlexGen OPT-30B")["policy"], "20 80 0 100 0 100 ccc");
   // Systems h2oflex does not model carry their published number only.
   const nlohmann::json& ds = row_labeled(doc, "DeepSpeed OPT-30B");
   EXPECT_DOUBLE_EQ(ds["published_tok_s"].get<double>(), 0.60);
@@ -100,6 +110,10 @@ TEST(ExperimentPredict, H2OOpt30BRowsWithin30Percent) {
   expect_band(doc, "H2O-20% OPT-30B 512+32", 12.7, 0.30);
   expect_band(doc, "H2O-20% OPT-30B 512+512", 18.83, 0.30);
   expect_band(doc, "H2O-20% OPT-30B 512+1024", 13.82, 0.30);
+  // H2O with FlexGen's 4-bit weight compression.
+  expect_band(doc, "H2O-20% 4-bit OPT-6.7B 512+32", 50.5, 0.30);
+  expect_band(doc, "H2O-20% 4-bit OPT-6.7B 512+512", 72.5, 0.30);
+  expect_band(doc, "H2O-20% 4-bit OPT-6.7B 512+1024", 62.3, 0.30);
   // Every row that states a band meets it.
   for (const auto& r : doc["rows"]) {
     if (r["band"].is_number() && r["predicted_tok_s"].is_number()) {
