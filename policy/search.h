@@ -33,7 +33,8 @@ struct SearchOptions {
   // buys nothing but memory and latency.
   double min_gain = 0.005;
   // May the policy compress weights and/or the KV cache (compress_weight, compress_cache)?
-  // Off by default: `policy: auto` plans for the engine, whose compress_cache is not finished.
+  // Off by default: 4-bit values change a run's outputs, so `policy: auto` does not choose
+  // them on its own.
   bool allow_compression = false;
 };
 
