@@ -86,6 +86,8 @@ int cli_main(int argc, char** argv) {
   plan_cmd->add_option("--host-mem", plan_host, "tighter host budget");
   plan_cmd->add_option("--disk-mem", plan_disk, "tighter disk budget");
   plan_cmd->add_option("--json", plan.json_out, "write the plan as JSON here");
+  plan_cmd->add_flag("--allow-compression", plan.allow_compression,
+                     "also consider 4-bit weights / KV cache (lossy: changes the outputs)");
 
   ExperimentOptions exp;
   CLI::App* exp_cmd =

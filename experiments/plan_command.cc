@@ -42,7 +42,9 @@ int run_plan(const PlanOptions& o) {
                       " and --gen-len ", o.gen_len, " must be >= 1");
   const policy::ModelShape m = model_shape_for(o.model);
   const policy::Workload w{o.prompt_len, o.gen_len, kv};
-  const policy::SearchResult r = policy::search_policy(m, hw, w, o.limits);
+  policy::SearchOptions search;
+  search.allow_compression = o.allow_compression;
+  const policy::SearchResult r = policy::search_policy(m, hw, w, o.limits, search);
   H2OFLEX_INPUT_CHECK(r.found, "plan: no policy fits ", m.name, " on ", hw.name, ": ", r.why_not);
   const policy::Policy& p = r.policy;
   const policy::CostEstimate& e = r.estimate;

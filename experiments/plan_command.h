@@ -18,9 +18,10 @@ struct PlanOptions {
   std::string hardware_path;  // a hardware profile YAML
   int prompt_len = 512;
   int gen_len = 32;
-  std::string kv = "full";        // "full", "h2o:0.1,0.1", "streaming:4,60"
-  policy::HardwareLimits limits;  // optional tighter budgets (0 = the profile's sizes)
-  std::string json_out;           // optional: write the plan as JSON here
+  std::string kv = "full";         // "full", "h2o:0.1,0.1", "streaming:4,60"
+  policy::HardwareLimits limits;   // optional tighter budgets (0 = the profile's sizes)
+  std::string json_out;            // optional: write the plan as JSON here
+  bool allow_compression = false;  // also consider compress_weight / compress_cache
 };
 
 // The cost model's view (engine's model_shape_for) of a published model or of the model a

@@ -171,16 +171,15 @@ LayerCompute layer_compute(const Derived& d, const ModelShape& m, const Hardware
   const double mm_rate_g = hw.mm_flops_g_at(p.gpu_batch_size);
   // 4-bit compression (FlexGen's compress_weight / compress_cache, flex_opt.py and
   // compression.py): weights are stored and moved compressed and dequantized on the compute
-  // device — once per layer visit into the engine's decoded buffer, or, as FlexGen does (its
-  // attention and MLP decompress their matrices on every call), once per GPU batch
-  // (dequant_per_gpu_batch); K and V are quantized on the device as they are produced
-  // (prefill's s tokens, decode's new one), and the cache a decode step reads is dequantized
-  // where its attention runs — on the device (FlexGen copies the compressed cache there and
-  // decompresses it), or, with cpu_cache_compute, on the host (FlexGen's CPU attention
-  // decompresses the host-resident cache into its fp32 workspace). Rates are bytes of
-  // plain-size output per second.
+  // device for every GPU batch a layer computes (FlexGen's attention and MLP decompress their
+  // matrices on every call; h2oflex's ops::linear dequantizes its pieces on every call); K and V
+  // are quantized on the device as they are produced (prefill's s tokens, decode's new one), and
+  // the cache a decode step reads is dequantized where its attention runs — on the device (FlexGen
+  // copies the compressed cache there and decompresses it), or, with cpu_cache_compute, on the host
+  // (FlexGen's CPU attention decompresses the host-resident cache into its fp32 workspace). Rates
+  // are bytes of plain-size output per second.
   const double rg = hw.dequant_rate_device(), rc = hw.dequant_rate_host();
-  const double weight_dec = (hw.dequant_per_gpu_batch ? d.ngb : 1) * d.wl_dec;
+  const double weight_dec = d.ngb * d.wl_dec;
   // ---- prefill ----
   {
     // GEMMs (never faster than reading the layer's weights once per GPU batch) + attention

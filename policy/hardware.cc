@@ -94,8 +94,7 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
                                  "mm_flops_g",       "bmm_flops_p",      "bmm_flops_g",
                                  "cpu_flops",        "cpu_flops_c1",     "cpu_flops_c2",
                                  "cpu_flops_c3",     "layer_overhead_s", "mm_flops_g_by_batch",
-                                 "disk_write_op_s",  "dequant_bdw_g",    "dequant_bdw_c",
-                                 "dequant_per_gpu_batch"});
+                                 "disk_write_op_s",  "dequant_bdw_g",    "dequant_bdw_c"});
   // clang-format on
   auto path = [&](const char* key) { return root + " " + key; };
   auto need = [&](const char* key) {
@@ -128,10 +127,6 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
       H2OFLEX_INPUT_CHECK(!non_negative || v >= 0, path(f.key), ": ", v, " must be >= 0");
     }
     hw.*(f.member) = v * f.unit;
-  }
-  if (node["dequant_per_gpu_batch"]) {
-    hw.dequant_per_gpu_batch =
-        read_bool(node["dequant_per_gpu_batch"], path("dequant_per_gpu_batch"));
   }
   if (const YAML::Node table = node["mm_flops_g_by_batch"]) {
     const std::string where = path("mm_flops_g_by_batch");
@@ -173,7 +168,6 @@ std::string hardware_profile_to_yaml(const HardwareProfile& hw) {
     if (f.positive && hw.*(f.member) == 0) continue;  // not given: the default
     os << f.key << ": " << hw.*(f.member) / f.unit << "\n";
   }
-  if (hw.dequant_per_gpu_batch) os << "dequant_per_gpu_batch: true\n";
   if (!hw.mm_flops_g_by_batch.empty()) {
     os << "mm_flops_g_by_batch: {";
     for (size_t i = 0; i < hw.mm_flops_g_by_batch.size(); ++i) {

@@ -38,10 +38,6 @@
 //     the output once, at write rates below the streaming read rate); the host at one byte per
 //     FLOP of cpu_flops (a 16-bit value costs a multiply and an add, 2 FLOP per 2 bytes, at the
 //     rate host attention runs at, which does the same per cached value)
-//   optional: dequant_per_gpu_batch: true | false   compressed weights are dequantized for
-//     every GPU batch a layer computes (FlexGen: its attention and MLP decompress their
-//     matrices on each call) instead of once per layer visit, shared by the GPU batches
-//     (h2oflex's engine: one decoded buffer per unit visit; the default, false)
 #pragma once
 
 #include <cstdint>
@@ -75,7 +71,6 @@ struct HardwareProfile {
   // (De)quantized output bytes per second of 4-bit compression, on the device and on the host;
   // 0: not given (the profile's defaults, dequant_rate_device / dequant_rate_host).
   double dequant_bdw_g = 0, dequant_bdw_c = 0;
-  bool dequant_per_gpu_batch = false;  // weights dequantized per GPU batch, not per layer visit
   // Decode GEMM rate (FLOP/s) measured at these GPU batch sizes, ascending. FlexGen's one
   // constant, fitted on a GPU at large batches, is right for a device that is saturated; a
   // CPU's rate keeps growing with the batch well past where one constant would be measured
