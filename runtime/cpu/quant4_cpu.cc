@@ -81,6 +81,18 @@ void dequantize_group(const uint8_t* codes, int64_t count, float lo, float step,
   if (count % 2 != 0) out[count - 1] = convert(even[count / 2]);
 }
 
+// fp16 -> f32 inline for normal numbers and zero (a group's lo and step nearly always are), the
+// general conversion for the rest.
+inline float f16_value(uint16_t h) {
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  if (exp == 0 || exp == 0x1f) return (h & 0x7fffu) == 0 ? (h != 0 ? -0.0f : 0.0f) : f16_to_f32(h);
+  const uint32_t bits = (static_cast<uint32_t>(h & 0x8000u) << 16) | ((exp + 112) << 23) |
+                        (static_cast<uint32_t>(h & 0x3ffu) << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 template <typename Out, typename Convert>
 void dequantize_row(const uint8_t* in, int64_t n, Out* out, Convert convert) {
   const uint8_t* meta = in + quant4::code_bytes(n);
@@ -88,8 +100,8 @@ void dequantize_row(const uint8_t* in, int64_t n, Out* out, Convert convert) {
     uint16_t pair[2];
     std::memcpy(pair, meta + 4 * g, 4);
     const int64_t begin = g * quant4::kGroup;
-    dequantize_group(in + begin / 2, std::min(quant4::kGroup, n - begin), f16_to_f32(pair[0]),
-                     f16_to_f32(pair[1]), out + begin, convert);
+    dequantize_group(in + begin / 2, std::min(quant4::kGroup, n - begin), f16_value(pair[0]),
+                     f16_value(pair[1]), out + begin, convert);
   }
 }
 
