@@ -78,10 +78,10 @@ void validate_policy(const Policy& p, const std::string& path) {
 }
 
 Policy parse_policy(const YAML::Node& node, const std::string& path) {
-  require_mapping(node, path,
-                  {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations",
-                   "overlap", "cpu_cache_compute", "pin_weight", "compress_weight",
-                   "compress_cache"});
+  require_mapping(
+      node, path,
+      {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations", "overlap",
+       "cpu_cache_compute", "pin_weight", "compress_weight", "compress_cache"});
   Policy p;
   auto count = [&](const char* key, int& out) {
     if (!node[key]) return;
