@@ -63,29 +63,42 @@ TEST(PipelineInvariance, CompressedCacheRandomPolicies) {
   expect_invariant(tiny_config(false), h2o, 8, 6, PipelineDevice::CpuIsolated, {}, true, true);
 }
 
+// A block of 2 sequences of the tiny model with dummy weights, everything else as the caller
+// sets it.
+PipelineSpec tiny_spec(std::shared_ptr<const DecoderModel> model) {
+  PipelineSpec spec;
+  spec.model = std::move(model);
+  spec.producer = dummy_weight_producer(3);
+  spec.weights_key = spec.model->name() + ":dummy:seed=3";
+  spec.policy.gpu_batch_size = 2;
+  spec.limits.disk_path = temp_dir();
+  return spec;
+}
+
+// Bytes moved of `kind` in `phase` to or from disk (`to_disk`).
+uint64_t disk_bytes(const PipelineResult& r, DataKind kind, const std::string& phase,
+                    bool to_disk) {
+  uint64_t bytes = 0;
+  for (const auto& m : r.bytes_moved) {
+    const bool disk = to_disk ? m.dst == TierKind::Disk : m.src == TierKind::Disk;
+    if (m.kind == kind && disk && m.phase == phase) bytes += m.bytes;
+  }
+  return bytes;
+}
+
 // compress_cache stores rows of quant4::row_bytes(head_dim) bytes: a disk cache's prefill write
 // shrinks toward that fraction of the plain one's (writes are whole direct-I/O blocks, so not
 // exactly to it).
 TEST(PipelineInvariance, CompressedCacheWritesCompressedRows) {
   const auto model = std::make_shared<const OptModel>(tiny_config(true));
   auto prefill_kv_writes = [&](bool compress) {
-    PipelineSpec spec;
-    spec.model = model;
-    spec.producer = dummy_weight_producer(3);
-    spec.weights_key = model->name() + ":dummy:seed=3";
-    spec.policy.gpu_batch_size = 2;
+    PipelineSpec spec = tiny_spec(model);
     spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
     spec.policy.compress_cache = compress;
-    spec.limits.disk_path = temp_dir();
     spec.gen.gen_len = 2;
     spec.gen.eviction = policy::kv_rule("h2o", 0, 2, 2);  // 4 slots, all filled by the prompt
     spec.prompts = {std::vector<int32_t>(9, 7), std::vector<int32_t>(9, 8)};
-    uint64_t bytes = 0;
-    for (const auto& m : run_pipeline(spec).bytes_moved) {
-      if (m.kind == DataKind::Kv && m.dst == TierKind::Disk && m.phase == "prefill")
-        bytes += m.bytes;
-    }
-    return bytes;
+    return disk_bytes(run_pipeline(spec), DataKind::Kv, "prefill", true);
   };
   const int64_t d = model->kv_geometry().head_dim;
   const uint64_t plain = prefill_kv_writes(false), compressed = prefill_kv_writes(true);
@@ -100,23 +113,12 @@ TEST(PipelineInvariance, CompressedCacheWritesCompressedRows) {
 TEST(PipelineInvariance, CompressedWeightsReadTheCompressedBytes) {
   const auto model = std::make_shared<const OptModel>(tiny_config(true));
   auto decode_disk_reads = [&](bool compress) {
-    PipelineSpec spec;
-    spec.model = model;
-    spec.producer = dummy_weight_producer(3);
-    spec.weights_key = model->name() + ":dummy:seed=3";
-    spec.policy.gpu_batch_size = 2;
+    PipelineSpec spec = tiny_spec(model);
     spec.policy.w_gpu = spec.policy.w_cpu = 0;
     spec.policy.compress_weight = compress;
-    spec.limits.disk_path = temp_dir();
     spec.gen.gen_len = 3;
     spec.prompts = prompts(2, 5);
-    uint64_t bytes = 0;
-    for (const auto& m : run_pipeline(spec).bytes_moved) {
-      if (m.kind == DataKind::Weight && m.src == TierKind::Disk && m.phase == "decode") {
-        bytes += m.bytes;
-      }
-    }
-    return bytes;
+    return disk_bytes(run_pipeline(spec), DataKind::Weight, "decode", false);
   };
   // The expected bytes, summed here from the tensor shapes and quant4's row size over each
   // unit's tensors (the tied token table is read by the embedding and the head).

@@ -17,18 +17,9 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
+using testing_support::make;
 using testing_support::opt;
 using testing_support::t4;
-
-Policy make(int gbs, int ngb, double wg, double wc, double cg, double cc, double hg, double hc,
-            bool ccc) {
-  Policy p;
-  p.gpu_batch_size = gbs;
-  p.num_gpu_batches = ngb;
-  p.w_gpu = wg, p.w_cpu = wc, p.cache_gpu = cg, p.cache_cpu = cc, p.act_gpu = hg, p.act_cpu = hc;
-  p.cpu_cache_compute = ccc;
-  return p;
-}
 
 TEST(HardwareProfile, T4HasFlexGensConstants) {
   const HardwareProfile hw = t4();

@@ -37,4 +37,16 @@ inline ModelShape opt(int layers, int hidden, int heads) {
   return model_shape_for(OptModel(c));
 }
 
+// A policy: gbs x ngb, then the weight, cache and activation splits (gpu, cpu percent) and
+// cpu_cache_compute.
+inline Policy make(int gbs, int ngb, double wg, double wc, double cg, double cc, double hg,
+                   double hc, bool ccc) {
+  Policy p;
+  p.gpu_batch_size = gbs;
+  p.num_gpu_batches = ngb;
+  p.w_gpu = wg, p.w_cpu = wc, p.cache_gpu = cg, p.cache_cpu = cc, p.act_gpu = hg, p.act_cpu = hc;
+  p.cpu_cache_compute = ccc;
+  return p;
+}
+
 }  // namespace h2oflex::policy::testing_support
