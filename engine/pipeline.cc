@@ -90,8 +90,6 @@ class Pipeline final : public ScheduleHooks {
   KvHome kv_;
   Activations act_;
   Tensor prefill_k_, prefill_v_, colsum_, logits_;
-  std::unique_ptr<UnitWeights> bound_;  // the weights of the unit being visited
-  int bound_unit_ = -1;
 
   // The current step.
   bool prefill_ = true;
@@ -220,11 +218,8 @@ void Pipeline::compute(int unit, int batch, int buf) {
   if (unit > 0) act_.load(batch, rows, phase_);
   Tensor hidden = act_.hidden(batch, rows);
   Stopwatch watch;
-  if (bound_unit_ != unit) {  // once per unit visit: dequantizing is not repeated per batch
-    bound_ = weights_.bind(unit);
-    bound_unit_ = unit;
-  }
-  const UnitWeights& w = *bound_;
+  const std::unique_ptr<UnitWeights> bound = weights_.bind(unit);
+  const UnitWeights& w = *bound;
   if (unit == 0) {
     compute_embedding(w, batch, hidden);
   } else if (unit == model_.head_unit()) {
@@ -244,8 +239,6 @@ void Pipeline::add_compute(int unit, double seconds) {
 }
 
 void Pipeline::unit_done(int unit) {
-  bound_.reset();  // the next visit of this unit may find other bytes in its workspace
-  bound_unit_ = -1;
   result_.unit_wall_s[phase_].of(unit, model_.head_unit()) += unit_watch_.elapsed();
   unit_watch_.reset();
   if (!prefill_ || !spec_.on_progress) return;

@@ -33,8 +33,9 @@ constexpr double kCoarseStep = 1.25;  // the compression pass's grid step / plac
 // The choices the compression pass tries.
 constexpr Compression kCompressed[] = {{true, true}, {false, true}, {true, false}};
 // Those that decide whether a batch shape fits at all: compressed weights never take more
-// memory than plain ones (their decoded buffer holds one unit), while a compressed cache may
-// (its decode dequantization buffer), so compressed weights with and without it.
+// memory than plain ones (the GEMM dequantizes into its bounded operand pieces), while a
+// compressed cache may (the GPU's decode dequantizes it whole into scratch), so compressed weights
+// with and without it.
 constexpr Compression kCompressedFrugal[] = {{true, true}, {true, false}};
 
 std::vector<Split> split_grid(double step, bool allow_disk) {

@@ -46,8 +46,11 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
   const int64_t rb = quant4::row_bytes(k);
   const uint8_t* packed = w.data<const uint8_t>();
   if (ct != ComputeType::F32) {
-    // 16-bit compute: the dequantized matrix in the operand type, then the plain path.
-    Tensor wide = Tensor::empty({n, k}, ops::operand_dtype(ct));
+    // 16-bit compute: the dequantized matrix in the operand type (per-thread scratch, reused
+    // across calls), then the plain path.
+    thread_local std::vector<uint16_t> buf;
+    if (buf.size() < static_cast<size_t>(n * k)) buf.resize(static_cast<size_t>(n * k));
+    Tensor wide = Tensor::wrap(buf.data(), {n, k}, ops::operand_dtype(ct));
     dequantize4(w, wide);
     linear(x, wide, bias, out, ct, relu);
     return;

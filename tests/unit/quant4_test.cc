@@ -161,6 +161,16 @@ TEST(Quant4, LinearOnCompressedRowsIsLinearOnTheDequantizedMatrix) {
       EXPECT_LT(worst, 1e-5) << m << "x" << k << "x" << n << " relu " << relu;
     }
   }
+  // 16-bit compute: the matrix dequantized to the operand type, then the plain 16-bit GEMM.
+  {
+    const Tensor w = random_rows(300, 200, 8, 0.05f), x = random_rows(5, 200, 9, 1.0f);
+    const Tensor packed = compress(w);
+    const Tensor wide = decompress(packed, w.shape(), DType::BF16);
+    Tensor got = Tensor::empty({5, 300}, DType::F32), want = Tensor::empty({5, 300}, DType::F32);
+    ops::linear(x, packed, nullptr, got, ops::ComputeType::BF16);
+    ops::linear(x, wide, nullptr, want, ops::ComputeType::BF16);
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0);
+  }
   // A compressed weight whose rows are not x's row length is refused.
   const Tensor packed = compress(random_rows(4, 64, 1, 1.0f));
   const Tensor x = random_rows(2, 65, 2, 1.0f);
