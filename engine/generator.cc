@@ -34,6 +34,17 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 
 void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids) {
+  if (opt.on_step_logits) opt.on_step_logits(first_row, step, ops::on_device(logits, Device::CPU));
+  if (!opt.forced.empty()) {
+    ids.resize(static_cast<size_t>(logits.dim(0)));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const std::vector<int32_t>& row = opt.forced.at(static_cast<size_t>(first_row) + i);
+      H2OFLEX_CHECK(!row.empty(), "forced tokens: row ", first_row + static_cast<int64_t>(i),
+                    " is empty");
+      ids[i] = row[std::min(static_cast<size_t>(step), row.size() - 1)];
+    }
+    return;
+  }
   if (opt.temperature <= 0.0f) {
     ops::argmax(logits, ids);
     return;

@@ -32,6 +32,13 @@ struct GenerationSettings {
   std::function<void(int step, const Tensor& logits)> on_logits;
   bool all_prompt_logits = false;
   bool capture_kept = false;  // fill GenerateOutput::kept at the end
+  // Teacher forcing (eval): after step `step` (0 = the prefill's logits) row r is fed
+  // forced[r][step] instead of the token chosen from its logits; a row whose list is shorter is
+  // fed its last forced token again (its later logits are not meant to be used). Empty: off.
+  std::vector<std::vector<int32_t>> forced;
+  // Sees the logits [rows, vocab] (host) of every step on both paths, before the choice;
+  // `first_row` is the global index of row 0 (the pipeline calls it once per GPU batch).
+  std::function<void(int64_t first_row, int step, const Tensor& logits)> on_step_logits;
   // Where generate_in_ram computes: CUDA copies the weights to the GPU first and keeps the KV
   // cache there (the hooks above still receive host tensors).
   Device device = Device::CPU;
@@ -54,8 +61,9 @@ struct PaddedBatch {
 };
 PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_t pad_id);
 
-// Next-token choice for a [b, vocab] logits block (greedy or seeded sampling). `first_row` is the
-// global index of row 0, so results do not depend on how a batch is split.
+// Next-token choice for a [b, vocab] logits block (greedy or seeded sampling, or the forced
+// tokens), after showing the block to on_step_logits. `first_row` is the global index of row 0,
+// so results do not depend on how a batch is split.
 void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
                    std::vector<int32_t>& ids);
 

@@ -49,7 +49,7 @@ struct CountKeys {
   const char* ratio_key;  // nullptr: no ratio form exists
   const char* tokens_key;
   const char* spec_name;  // in the command-line form's usage
-  int min_tokens;
+  int min_tokens;         // 0: the count may be zero, written as tokens or as a ratio
   Count PolicyRow::*use;
   double KvPolicy::*ratio;
   int KvPolicy::*tokens;
@@ -57,7 +57,8 @@ struct CountKeys {
 constexpr int kMaxTokens = 1 << 24;
 const CountKeys kCounts[] = {
     {nullptr, "sink_tokens", "SINK", 0, &PolicyRow::sinks, nullptr, &KvPolicy::sink_tokens},
-    {"heavy_ratio", "heavy_tokens", "HEAVY", 1, &PolicyRow::heavy, &KvPolicy::heavy_ratio,
+    // No heavy slots is the paper's recent-only ("Local") baseline.
+    {"heavy_ratio", "heavy_tokens", "HEAVY", 0, &PolicyRow::heavy, &KvPolicy::heavy_ratio,
      &KvPolicy::heavy_tokens},
     {"recent_ratio", "recent_tokens", "RECENT", 1, &PolicyRow::recent, &KvPolicy::recent_ratio,
      &KvPolicy::recent_tokens},
@@ -171,8 +172,10 @@ KvPolicy build(const Written& w, const Where& at) {
                                     : std::string(c.tokens_key));
     if (g.ratio) {
       const double v = *g.ratio;
-      H2OFLEX_INPUT_CHECK(std::isfinite(v) && v > 0 && v <= 1, at.key(c.ratio_key), ": ", fmt(v),
-                          " is not a fraction of the prompt in (0, 1]", g.ratio_line);
+      const bool zero = c.min_tokens == 0;
+      H2OFLEX_INPUT_CHECK(std::isfinite(v) && (zero ? v >= 0 : v > 0) && v <= 1,
+                          at.key(c.ratio_key), ": ", fmt(v), " is not a fraction of the prompt in ",
+                          zero ? "[0, 1]" : "(0, 1]", g.ratio_line);
       kv.*c.ratio = v;
     } else {
       const double v = *g.tokens;
@@ -192,11 +195,12 @@ KvPolicy build(const Written& w, const Where& at) {
   return kv;
 }
 
-// A count resolved for a prompt: tokens win; a ratio keeps at least one token.
+// A count resolved for a prompt: tokens win; a ratio above 0 keeps at least one token. (A count
+// written as 0 tokens or as ratio 0 leaves both fields 0 and resolves to 0.)
 int resolve_count(const KvPolicy& kv, const CountKeys& c, Count use, int prompt_len) {
   if (use == Count::Unused) return 0;
   const int tokens = kv.*c.tokens;
-  if (use == Count::Tokens || tokens > 0) return tokens;
+  if (use == Count::Tokens || tokens > 0 || kv.*c.ratio == 0) return tokens;
   return std::max(1, static_cast<int>(std::floor(kv.*c.ratio * prompt_len)));
 }
 

@@ -49,7 +49,11 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.kv_dtype = weight_dtype_;
   // Ratios (heavy_ratio, recent_ratio) are fractions of the prompt: resolved for this block's
   // padded prompt length, exactly as `run` resolves them for its prompt_len.
-  opt.eviction = config_.kv_policy.resolve(work.prompt_len, work.gen_len);
+  opt.eviction =
+      work.eviction ? *work.eviction : config_.kv_policy.resolve(work.prompt_len, work.gen_len);
+  opt.forced = work.forced;
+  opt.on_step_logits = work.on_step_logits;
+  if (!work.forced.empty()) opt.stop_at_eos = false;
   opt.temperature = work.temperature;
   opt.top_p = work.top_p;
   opt.seed = work.seed;
@@ -78,6 +82,7 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   if (!spec.gen.row_keys.empty()) {
     spec.gen.row_keys.resize(spec.prompts.size(), spec.gen.row_keys.back());
   }
+  if (!spec.gen.forced.empty()) spec.gen.forced.resize(spec.prompts.size(), work.forced.back());
   PipelineResult result = run_pipeline(spec);
   result.tokens.resize(work.prompts.size());
   return result.tokens;

@@ -5,12 +5,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "experiments/generate/block_plan.h"
 #include "experiments/generate/prepared_request.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "policy/kv_policy.h"
+#include "runtime/core/tensor.h"
 
 namespace h2oflex::generate {
 
@@ -24,6 +27,11 @@ struct BlockWork {
   float top_p = 1.0f;
   uint64_t seed = 0;               // the job's sampling seed
   std::vector<uint64_t> row_keys;  // per prompt: its sampling stream, from its id
+  // Scoring (eval) instead of sampling: the tokens fed after each step, the logits observer and
+  // the eviction rule already resolved for the scored length (GenerationSettings' fields).
+  std::vector<std::vector<int32_t>> forced;
+  std::function<void(int64_t first_row, int step, const Tensor& logits)> on_step_logits;
+  std::optional<KvRule> eviction;
 };
 
 // Returns the generated ids of every prompt (EOS included when generated).

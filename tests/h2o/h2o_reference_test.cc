@@ -25,6 +25,14 @@ TEST(H2OReference, ManySeedsAndShapes) {
   }
 }
 
+// No heavy slots (the recent-only "Local" baseline): prefill keeps the last `recent` prompt
+// tokens and every decode step drops the oldest — with a one-token prompt too, as eval runs it.
+TEST(H2OReference, ZeroHeavyKeepsOnlyTheRecentWindow) {
+  run_and_compare(make_problem(5, 3, 4, 24, 20, 0, 5, {0, 5, 11}));
+  run_and_compare(make_problem(6, 2, 2, 1, 30, 0, 4, {0, 0}));
+  run_and_compare(make_problem(7, 2, 2, 1, 30, 3, 4, {0, 0}));
+}
+
 TEST(H2OReference, ShortPromptsKeepEverythingUntilTheBudgetFills) {
   // 20 - 16 = 4 real tokens < budget 6: nothing is evicted at prefill.
   run_and_compare(make_problem(21, 2, 2, 20, 10, 3, 3, {16, 0}));

@@ -202,7 +202,7 @@ TEST(KvPolicy, BothFormsRefuseTheSameInputNamingTheKey) {
   } pairs[] = {
       {"{policy: h2o, heavy_ratio: 0.6, recent_ratio: 0.5}", "h2o:0.6,0.5",
        "kv.heavy_ratio + kv.recent_ratio"},
-      {"{policy: h2o, heavy_ratio: 0, recent_ratio: 0.5}", "h2o:0,0.5", "kv.heavy_ratio"},
+      {"{policy: h2o, heavy_ratio: 0.5, recent_ratio: 0}", "h2o:0.5,0", "kv.recent_ratio"},
       {"{policy: h2o, heavy_ratio: -0.5, recent_ratio: 0.5}", "h2o:-0.5,0.5", "kv.heavy_ratio"},
       {"{policy: h2o, heavy_tokens: 20000000, recent_tokens: 5}", "h2o:20000000,5",
        "kv.heavy_tokens"},
@@ -222,6 +222,21 @@ TEST(KvPolicy, BothFormsRefuseTheSameInputNamingTheKey) {
     EXPECT_NE(b.find(p.key), std::string::npos) << p.spec << " -> " << b;
     EXPECT_NE(b.find(std::string("--kv '") + p.spec + "'"), std::string::npos) << b;
   }
+}
+
+// No heavy slots is valid in both forms and resolves to 0 (the recent-only "Local" baseline),
+// while a ratio above 0 still keeps at least one token.
+TEST(KvPolicy, ZeroHeavyIsTheRecentOnlyBaseline) {
+  for (const KvPolicy& kv :
+       {parse_kv_policy(YAML::Load("{policy: h2o, heavy_ratio: 0, recent_ratio: 0.2}")),
+        parse_kv_policy(YAML::Load("{policy: h2o, heavy_tokens: 0, recent_ratio: 0.2}")),
+        parse_kv_spec("h2o:0,0.2"), parse_kv_spec("tova:0,0.2")}) {
+    const KvRule r = kv.resolve(100, 10);
+    EXPECT_EQ(r.heavy, 0) << kv.summary();
+    EXPECT_EQ(r.recent, 20) << kv.summary();
+    EXPECT_EQ(r.capacity(100, 10), 20) << kv.summary();
+  }
+  EXPECT_EQ(parse_kv_spec("h2o:0.001,0.2").resolve(100, 10).heavy, 1);
 }
 
 TEST(KvPolicy, ErrorsNameTheKeyAndLine) {
