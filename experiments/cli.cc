@@ -8,6 +8,7 @@
 #include "experiments/bench_gemm.h"
 #include "experiments/bench_io.h"
 #include "experiments/convert_command.h"
+#include "experiments/eval/eval_cli.h"
 #include "experiments/experiment_runner.h"
 #include "experiments/generate/generate_cli.h"
 #include "experiments/plan_command.h"
@@ -124,6 +125,9 @@ int cli_main(int argc, char** argv) {
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);
 
+  EvalOptions eval;
+  const EvalCli eval_cli = add_eval_subcommand(app, eval);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -145,6 +149,7 @@ int cli_main(int argc, char** argv) {
     }
     if (exp_cmd->parsed()) return run_experiment(exp, measure_row);
     if (gen_cmd->parsed()) return run_generate(gen);
+    if (const int rc = eval_cli.run(eval); rc >= 0) return rc;
     if (prof_cmd->parsed()) {
       prof.disk_bytes = parse_byte_size(prof_size);
       return run_profile(prof);

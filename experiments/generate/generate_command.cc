@@ -15,6 +15,7 @@
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
 #include "experiments/generate/stop_signal.h"
+#include "experiments/job_config.h"
 #include "experiments/model_source.h"
 #include "experiments/output_paths.h"
 #include "experiments/run_config.h"
@@ -33,35 +34,6 @@ namespace fs = std::filesystem;
 constexpr int kDefaultBatchSize = 16;
 constexpr int kDefaultMaxNewTokens = 32;
 
-// The run config as YAML: the file (or nothing), `overrides`, --model, then generate's defaults
-// for keys still absent. `source` names it in messages.
-YAML::Node job_config_root(const GenerateJobOptions& o, const std::vector<std::string>& overrides,
-                           const std::string& source) {
-  YAML::Node root(YAML::NodeType::Map);
-  if (!o.config_path.empty()) {
-    root = policy::load_yaml_file(o.config_path, "config file");
-    if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    H2OFLEX_INPUT_CHECK(root.IsMap(), source, ": the config must be a mapping");
-  }
-  for (const auto& assignment : overrides) apply_override(root, assignment);
-  H2OFLEX_INPUT_CHECK(!root["variants"], source,
-                      ": generate runs one configuration; drop variants: and choose its keys with "
-                      "--set (e.g. --set kv.policy=full)");
-  H2OFLEX_INPUT_CHECK(!root["prompt_ids"], source,
-                      ": prompt_ids has no meaning for generate (prompts come from --input)");
-  if (!o.model_dir.empty()) root["model"] = o.model_dir;
-  H2OFLEX_INPUT_CHECK(root["model"], "generate needs a model: --model DIR (or model: in ", source,
-                      ")");
-  // A directory holds real weights unless the config asks for dummy ones explicitly.
-  if (!root["dummy"] && root["model"].IsScalar() && fs::is_directory(root["model"].Scalar())) {
-    root["dummy"] = false;
-  }
-  if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
-  if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
-  if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
-  return root;
-}
-
 void check_paths(const GenerateJobOptions& o) {
   H2OFLEX_INPUT_CHECK(!o.input.empty(), "generate needs --input IN.jsonl");
   H2OFLEX_INPUT_CHECK(!o.output.empty(), "generate needs --output OUT.jsonl");
@@ -77,29 +49,19 @@ void check_paths(const GenerateJobOptions& o) {
   generate::check_error_report_replaceable(errors);
 }
 
-BpeTokenizer load_job_tokenizer(const std::string& model) {
-  H2OFLEX_INPUT_CHECK(fs::is_directory(model), "model '", model,
-                      "' is not a directory: generate needs the model's tokenizer files "
-                      "(tokenizer.json, or vocab.json + merges.txt) beside its config.json");
-  return load_tokenizer(model);
-}
-
 }  // namespace
 
 int run_generate(const GenerateJobOptions& options) {
   check_paths(options);
-  const std::string source =
-      options.config_path.empty() ? std::string("generate defaults") : options.config_path;
-  YAML::Node root;
   const RunConfig config =
-      with_overrides_named(source, options.overrides,
-                           [&](const std::vector<std::string>& applied, const std::string& label) {
-                             root = job_config_root(options, applied, label);
-                             return std::vector<RunConfig>{parse_run_config(root, label)};
-                           })
-          .front();
+      load_job_config({"generate", options.config_path, options.model_dir, options.overrides},
+                      [](YAML::Node& root) {
+                        if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
+                        if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
+                        if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
+                      });
   check_run_paths(config);
-  const BpeTokenizer tokenizer = load_job_tokenizer(config.model);
+  const BpeTokenizer tokenizer = load_job_tokenizer(config.model, "generate");
 
   Stopwatch load_watch;
   const ModelSource model = open_model_source(config.model, config.dummy, config.seed);

@@ -1,0 +1,154 @@
+#include "experiments/eval/choice_tasks.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <unordered_map>
+
+#include "runtime/core/error.h"
+
+namespace h2oflex::eval {
+
+namespace {
+
+bool is_blank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t'; });
+}
+
+// The task on one line, or the reason it is none. `id` is filled as soon as it is read.
+std::string parse_task(const std::string& text, ChoiceTask& t) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return std::string("not valid JSON: ") + e.what();
+  }
+  if (!j.is_object())
+    return "expected a JSON object {\"id\", \"context\", \"choices\", \"answer\"}";
+  if (j.contains("id")) {
+    if (j["id"].is_string()) {
+      t.id = j["id"].get<std::string>();
+    } else if (j["id"].is_number_integer()) {
+      t.id = std::to_string(j["id"].get<int64_t>());
+    } else {
+      return "'id' must be a string or an integer";
+    }
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key != "id" && key != "context" && key != "choices" && key != "answer") {
+      return "unknown field '" + key + "' (a task has id, context, choices, answer)";
+    }
+  }
+  for (const char* key : {"id", "context", "choices", "answer"}) {
+    if (!j.contains(key)) return std::string("missing field '") + key + "'";
+  }
+  if (!j["context"].is_string()) return "'context' must be a string";
+  t.context = j["context"].get<std::string>();
+  if (!j["choices"].is_array()) return "'choices' must be a list of strings";
+  if (j["choices"].empty()) return "'choices' is empty";
+  for (size_t i = 0; i < j["choices"].size(); ++i) {
+    const nlohmann::json& c = j["choices"][i];
+    if (!c.is_string()) return detail::concat("'choices'[", i, "] is not a string");
+    if (c.get<std::string>().empty()) return detail::concat("'choices'[", i, "] is empty");
+    t.choices.push_back(c.get<std::string>());
+  }
+  if (!j["answer"].is_number_integer()) return "'answer' must be an integer";
+  const int64_t a = j["answer"].get<int64_t>();
+  if (a < 0 || a >= static_cast<int64_t>(t.choices.size())) {
+    return detail::concat("'answer' ", a, " is not an index of the ", t.choices.size(), " choices");
+  }
+  t.answer = static_cast<int>(a);
+  return "";
+}
+
+}  // namespace
+
+size_t utf8_length(const std::string& s) {
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+ParsedTasks read_choice_tasks(const std::string& path) {
+  std::ifstream in(path);
+  H2OFLEX_INPUT_CHECK(in.good(), "cannot read tasks file '", path, "'");
+  ParsedTasks out;
+  std::unordered_map<std::string, int64_t> first_seen;
+  std::string text;
+  int64_t line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (line == 1 && text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 BOM
+    if (!text.empty() && text.back() == '\r') text.pop_back();
+    if (is_blank(text)) continue;
+    ChoiceTask t;
+    t.line = line;
+    std::string reason = parse_task(text, t);
+    if (reason.empty()) {
+      auto [it, inserted] = first_seen.emplace(t.id, line);
+      if (!inserted) reason = detail::concat("duplicate id (first seen on line ", it->second, ")");
+    }
+    if (!reason.empty()) {
+      out.errors.push_back({line, t.id, reason});
+      continue;
+    }
+    out.tasks.push_back(std::move(t));
+  }
+  H2OFLEX_INPUT_CHECK(in.eof(), "reading tasks file '", path, "' failed after line ", line);
+  return out;
+}
+
+ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
+                                int32_t bos, const policy::KvPolicy& kv,
+                                generate::BlockEngine& engine) {
+  std::vector<ScoredSequence> seqs;
+  ChoiceResult r;
+  for (const ChoiceTask& t : tasks) {
+    // lm-eval-harness: "Question: x " + "y" is scored as "Question: x" + " y".
+    const size_t kept = t.context.find_last_not_of(" \t\n\r");
+    const std::string context = kept == std::string::npos ? "" : t.context.substr(0, kept + 1);
+    const std::string spaces = t.context.substr(context.size());
+    const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
+    TaskScore score;
+    for (const std::string& choice : t.choices) {
+      const std::vector<int32_t> whole = tokenizer.encode(context + spaces + choice, false);
+      // As lm-eval-harness: the continuation is what the whole text has beyond the context's
+      // token count, even where a merge crosses the boundary.
+      H2OFLEX_INPUT_CHECK(whole.size() > ctx.size(), "task '", t.id, "' (line ", t.line,
+                          "): choice ", &choice - t.choices.data(),
+                          " adds no tokens to the context's");
+      ScoredSequence s;
+      s.ids.push_back(bos);
+      s.ids.insert(s.ids.end(), whole.begin(), whole.end());
+      s.first_scored = 1 + ctx.size();
+      r.longest = std::max(r.longest, s.ids.size());
+      score.tokens.push_back(static_cast<int>(whole.size() - ctx.size()));
+      seqs.push_back(std::move(s));
+    }
+    r.scores.push_back(std::move(score));
+  }
+  const std::vector<SequenceScore> scored = score_sequences(seqs, kv, engine);
+  size_t next = 0;
+  int correct = 0, correct_norm = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    TaskScore& s = r.scores[i];
+    double best = -INFINITY, best_norm = -INFINITY;
+    for (size_t c = 0; c < tasks[i].choices.size(); ++c, ++next) {
+      double ll = 0;
+      for (double x : scored[next].nll) ll -= x;
+      r.rules.push_back(scored[next].rule);
+      s.loglik.push_back(ll);
+      const double norm = ll / static_cast<double>(utf8_length(tasks[i].choices[c]));
+      if (ll > best) best = ll, s.pred = static_cast<int>(c);
+      if (norm > best_norm) best_norm = norm, s.pred_norm = static_cast<int>(c);
+    }
+    correct += s.pred == tasks[i].answer;
+    correct_norm += s.pred_norm == tasks[i].answer;
+  }
+  const double n = static_cast<double>(tasks.size());
+  r.acc = tasks.empty() ? 0 : correct / n;
+  r.acc_norm = tasks.empty() ? 0 : correct_norm / n;
+  return r;
+}
+
+}  // namespace h2oflex::eval

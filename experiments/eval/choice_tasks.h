@@ -1,0 +1,57 @@
+// Multiple-choice tasks scored by log-likelihood in lm-eval-harness's convention: a context and
+// its choices, each scored as the continuation of the context; trailing whitespace of the
+// context moves to the front of the continuation; the continuation's tokens are those the
+// whole text has beyond the context's own tokens. `acc` takes the choice of highest
+// log-likelihood, `acc_norm` the highest per character of the choice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiments/eval/token_scorer.h"
+#include "experiments/generate/request_line.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+
+namespace h2oflex::eval {
+
+struct ChoiceTask {
+  std::string id;
+  std::string context;
+  std::vector<std::string> choices;
+  int answer = 0;
+  int64_t line = 0;  // 1-based line of the tasks file
+};
+
+struct ParsedTasks {
+  std::vector<ChoiceTask> tasks;
+  std::vector<generate::LineError> errors;  // lines that are no task, with the reason
+};
+
+// One JSON object per line: {"id", "context", "choices": [...], "answer": i}; blank lines are
+// skipped; any other field, a missing or mistyped one, no choices, an empty choice, an answer out
+// of range or a repeated id makes the line an error (the other lines are still scored).
+ParsedTasks read_choice_tasks(const std::string& path);
+
+struct TaskScore {
+  std::vector<double> loglik;  // per choice: sum of its tokens' log-probabilities
+  std::vector<int> tokens;     // per choice: its continuation tokens
+  int pred = 0, pred_norm = 0;
+};
+
+struct ChoiceResult {
+  std::vector<TaskScore> scores;  // per task
+  double acc = 0, acc_norm = 0;
+  std::vector<KvRule> rules;  // per scored sequence (task by task, choice by choice)
+  size_t longest = 0;         // tokens of the longest scored sequence (BOS included)
+};
+
+// Each choice must add tokens to the context's (InputError naming the task otherwise).
+ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
+                                int32_t bos, const policy::KvPolicy& kv,
+                                generate::BlockEngine& engine);
+
+// Characters (UTF-8 code points) of a choice: acc_norm's length.
+size_t utf8_length(const std::string& s);
+
+}  // namespace h2oflex::eval

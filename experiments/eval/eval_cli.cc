@@ -1,0 +1,56 @@
+#include "experiments/eval/eval_cli.h"
+
+namespace h2oflex {
+
+namespace {
+
+void add_common(CLI::App* cmd, EvalOptions& o) {
+  cmd->add_option("--model", o.model_dir,
+                  "model directory (config.json, safetensors, tokenizer files); replaces the "
+                  "config's model");
+  cmd->add_option("--config", o.config_path,
+                  "run configuration (YAML) as for `run`: policy (placements), hardware, kv, "
+                  "compute_dtype (default f32), batch_size (default 16)");
+  cmd->add_option("--set", o.overrides,
+                  "override a config key: key=value (repeatable), e.g. "
+                  "--set 'kv={policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}'");
+  cmd->add_option("--json", o.json_out, "write the result document here");
+}
+
+}  // namespace
+
+int EvalCli::run(const EvalOptions& options) const {
+  if (perplexity->parsed()) return run_eval_perplexity(options);
+  if (choice->parsed()) return run_eval_choice(options);
+  return -1;
+}
+
+EvalCli add_eval_subcommand(CLI::App& app, EvalOptions& o) {
+  CLI::App* eval = app.add_subcommand(
+      "eval", "what a KV policy costs in quality: perplexity of a text, multiple-choice accuracy");
+  eval->require_subcommand(1);
+  EvalCli cli;
+  cli.perplexity = eval->add_subcommand(
+      "perplexity",
+      "stream a text through the model with the KV policy evicting token by token; per-token "
+      "negative log-likelihood and perplexity");
+  cli.perplexity->add_option("--text", o.input, "the text (UTF-8)")->required();
+  cli.perplexity->add_option("--window", o.window,
+                             "text tokens per window (default: the model's context less the BOS)");
+  cli.perplexity->add_option("--stride", o.stride,
+                             "tokens between window starts (default: the window); a window scores "
+                             "only the tokens the previous one did not reach");
+  add_common(cli.perplexity, o);
+  cli.choice = eval->add_subcommand(
+      "choice",
+      "multiple-choice log-likelihood scoring (lm-eval-harness's convention): acc and acc_norm");
+  cli.choice
+      ->add_option("--tasks", o.input,
+                   "one JSON per line: {\"id\", \"context\", \"choices\": [...], "
+                   "\"answer\": i}; bad lines go to OUT.errors.jsonl")
+      ->required();
+  add_common(cli.choice, o);
+  return cli;
+}
+
+}  // namespace h2oflex

@@ -1,0 +1,193 @@
+#include "experiments/eval/eval_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/eval/choice_tasks.h"
+#include "experiments/eval/perplexity.h"
+#include "experiments/generate/block_engine.h"
+#include "experiments/generate/error_report.h"
+#include "experiments/job_config.h"
+#include "experiments/model_source.h"
+#include "experiments/output_paths.h"
+#include "runtime/core/error.h"
+#include "runtime/core/timer.h"
+
+namespace h2oflex {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Eval's defaults: f32 compute, so a quality figure does not depend on which type the machine
+// computes fastest in; a block of 16 sequences.
+constexpr int kDefaultBatchSize = 16;
+
+// What every eval mode opens: the config, the tokenizer, the model and its engine.
+struct EvalSetup {
+  RunConfig config;
+  BpeTokenizer tokenizer;
+  ModelSource source;
+  std::unique_ptr<generate::BlockEngine> engine;
+  int32_t bos = 0;
+
+  EvalSetup(const EvalOptions& o, const std::string& command)
+      : config(load_job_config({command, o.config_path, o.model_dir, o.overrides},
+                               [](YAML::Node& root) {
+                                 if (!root["compute_dtype"]) root["compute_dtype"] = "f32";
+                                 if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
+                               })),
+        tokenizer((check_run_paths(config), load_job_tokenizer(config.model, command))),
+        source(open_model_source(config.model, config.dummy, config.seed)) {
+    const DecoderModel& m = *source.model;
+    H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
+                        config.model, "': the tokenizer has ", tokenizer.vocab_size(),
+                        " ids but the model's vocabulary only ", m.vocab());
+    // Every sequence starts from the token the tokenizer puts first, or the model's BOS
+    // (GPT-NeoX tokenizers prepend nothing; lm-eval-harness then starts from end-of-text).
+    bos = tokenizer.bos_to_prepend().value_or(m.special_tokens().bos);
+    std::fprintf(stderr, "%s: loading %s ...\n", command.c_str(), source.description.c_str());
+    engine = std::make_unique<generate::BlockEngine>(config, source);
+    std::fprintf(stderr, "%s: %s\n", command.c_str(), engine->describe().c_str());
+  }
+};
+
+void check_input_file(const std::string& path, const char* flag) {
+  H2OFLEX_INPUT_CHECK(!path.empty(), "eval needs ", flag, " FILE");
+  H2OFLEX_INPUT_CHECK(fs::is_regular_file(path), flag, " '", path,
+                      "' does not exist or is not a file");
+}
+
+// The policy as the results name it, with the budget of the longest scored sequence.
+nlohmann::ordered_json kv_json(const policy::KvPolicy& kv, const std::vector<KvRule>& rules,
+                               size_t longest) {
+  nlohmann::ordered_json j;
+  j["policy"] = kv.policy;
+  j["summary"] = kv.summary();
+  j["ratios_of"] = "the scored sequence (BOS included)";
+  j["eviction"] = "token by token";
+  const KvRule* rule = nullptr;
+  for (const KvRule& r : rules) {
+    if (rule == nullptr || r.capacity(1, 0) > rule->capacity(1, 0)) rule = &r;
+  }
+  if (rule != nullptr && rule->evicts()) {
+    j["sinks"] = rule->sinks;
+    j["heavy"] = rule->heavy;
+    j["recent"] = rule->recent;
+    j["budget"] = rule->sinks + rule->heavy + rule->recent;
+  } else {
+    j["budget"] = longest;  // the whole sequence is kept
+  }
+  j["sequence_tokens"] = longest;
+  return j;
+}
+
+void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
+  if (!o.json_out.empty()) write_file_atomically(o.json_out, j.dump(2) + "\n");
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  H2OFLEX_INPUT_CHECK(in.good(), "cannot read --text '", path, "'");
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+}  // namespace
+
+int run_eval_perplexity(const EvalOptions& o) {
+  check_input_file(o.input, "--text");
+  check_output_paths({{"--text", o.input}, {"--config", o.config_path}}, {{"--json", o.json_out}});
+  const std::string text = read_text(o.input);
+  H2OFLEX_INPUT_CHECK(!text.empty(), "--text '", o.input, "' is empty");
+  EvalSetup s(o, "eval perplexity");
+  const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
+  H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
+  const int64_t context = s.source.model->max_positions();
+  const int window = o.window > 0 ? o.window : static_cast<int>(context - 1);
+  H2OFLEX_INPUT_CHECK(window + 1 <= context, "--window ", window, " + the BOS exceeds the model's ",
+                      context, " positions");
+  const int stride = o.stride > 0 ? o.stride : window;
+  eval::plan_windows(tokens.size(), window, stride);  // refuses a bad window before any work
+
+  Stopwatch watch;
+  const eval::PerplexityResult r =
+      eval::text_perplexity(tokens, s.bos, window, stride, s.config.kv_policy, *s.engine);
+  const double eval_s = watch.elapsed();
+  size_t longest = 0;
+  for (const eval::Window& w : r.windows) longest = std::max(longest, w.end - w.begin + 1);
+  std::printf("perplexity %.4f  nll_mean %.6f  tokens %zu  windows %zu  kv %s\n", r.perplexity,
+              r.nll_mean, r.nll.size(), r.windows.size(), s.config.kv_policy.summary().c_str());
+  nlohmann::ordered_json j;
+  j["mode"] = "perplexity";
+  j["model"] = s.source.description;
+  j["text"] = o.input;
+  j["engine"] = s.engine->describe();
+  j["perplexity"] = r.perplexity;
+  j["nll_mean"] = r.nll_mean;
+  j["tokens"] = r.nll.size();
+  j["window"] = window;
+  j["stride"] = stride;
+  j["windows"] = r.windows.size();
+  j["kv"] = kv_json(s.config.kv_policy, r.rules, longest);
+  j["eval_s"] = eval_s;
+  j["nll"] = r.nll;
+  finish(o, j);
+  return 0;
+}
+
+int run_eval_choice(const EvalOptions& o) {
+  check_input_file(o.input, "--tasks");
+  const std::string errors = generate::errors_path_for(o.json_out.empty() ? o.input : o.json_out);
+  check_output_paths({{"--tasks", o.input}, {"--config", o.config_path}},
+                     {{"--json", o.json_out}, {"the error report", errors}});
+  generate::check_error_report_replaceable(errors);
+  const eval::ParsedTasks parsed = eval::read_choice_tasks(o.input);
+  for (const generate::LineError& e : parsed.errors) {
+    std::fprintf(stderr, "eval choice: %s line %lld%s: %s\n", o.input.c_str(),
+                 static_cast<long long>(e.line), e.id.empty() ? "" : (" (id " + e.id + ")").c_str(),
+                 e.reason.c_str());
+  }
+  generate::write_error_report(errors, parsed.errors);
+  H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
+                      parsed.errors.size(), " bad lines, reported in ", errors, ")");
+  EvalSetup s(o, "eval choice");
+
+  Stopwatch watch;
+  const eval::ChoiceResult r =
+      eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos, s.config.kv_policy, *s.engine);
+  const double eval_s = watch.elapsed();
+  std::printf("acc %.4f  acc_norm %.4f  n %zu  rejected %zu  kv %s\n", r.acc, r.acc_norm,
+              parsed.tasks.size(), parsed.errors.size(), s.config.kv_policy.summary().c_str());
+  nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < parsed.tasks.size(); ++i) {
+    const eval::TaskScore& t = r.scores[i];
+    tasks.push_back({{"id", parsed.tasks[i].id},
+                     {"answer", parsed.tasks[i].answer},
+                     {"pred", t.pred},
+                     {"pred_norm", t.pred_norm},
+                     {"loglik", t.loglik},
+                     {"tokens", t.tokens}});
+  }
+  nlohmann::ordered_json j;
+  j["mode"] = "choice";
+  j["model"] = s.source.description;
+  j["tasks_file"] = o.input;
+  j["engine"] = s.engine->describe();
+  j["acc"] = r.acc;
+  j["acc_norm"] = r.acc_norm;
+  j["n"] = parsed.tasks.size();
+  j["rejected"] = parsed.errors.size();
+  j["kv"] = kv_json(s.config.kv_policy, r.rules, r.longest);
+  j["eval_s"] = eval_s;
+  j["tasks"] = tasks;
+  finish(o, j);
+  return 0;
+}
+
+}  // namespace h2oflex

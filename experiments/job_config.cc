@@ -1,0 +1,59 @@
+#include "experiments/job_config.h"
+
+#include <filesystem>
+
+#include "policy/yaml_fields.h"
+#include "runtime/core/error.h"
+
+namespace h2oflex {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+YAML::Node job_config_root(const JobConfigSource& job, const std::vector<std::string>& overrides,
+                           const std::string& source) {
+  YAML::Node root(YAML::NodeType::Map);
+  if (!job.config_path.empty()) {
+    root = policy::load_yaml_file(job.config_path, "config file");
+    if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    H2OFLEX_INPUT_CHECK(root.IsMap(), source, ": the config must be a mapping");
+  }
+  for (const auto& assignment : overrides) apply_override(root, assignment);
+  H2OFLEX_INPUT_CHECK(!root["variants"], source, ": ", job.command,
+                      " runs one configuration; drop variants: and choose its keys with --set "
+                      "(e.g. --set kv.policy=full)");
+  H2OFLEX_INPUT_CHECK(!root["prompt_ids"], source, ": prompt_ids has no meaning for ", job.command,
+                      " (its tokens come from its input)");
+  if (!job.model_dir.empty()) root["model"] = job.model_dir;
+  H2OFLEX_INPUT_CHECK(root["model"], job.command, " needs a model: --model DIR (or model: in ",
+                      source, ")");
+  if (!root["dummy"] && root["model"].IsScalar() && fs::is_directory(root["model"].Scalar())) {
+    root["dummy"] = false;
+  }
+  return root;
+}
+
+}  // namespace
+
+RunConfig load_job_config(const JobConfigSource& job,
+                          const std::function<void(YAML::Node& root)>& defaults) {
+  const std::string source = job.config_path.empty() ? job.command + " defaults" : job.config_path;
+  return with_overrides_named(
+             source, job.overrides,
+             [&](const std::vector<std::string>& applied, const std::string& label) {
+               YAML::Node root = job_config_root(job, applied, label);
+               defaults(root);
+               return std::vector<RunConfig>{parse_run_config(root, label)};
+             })
+      .front();
+}
+
+BpeTokenizer load_job_tokenizer(const std::string& model, const std::string& command) {
+  H2OFLEX_INPUT_CHECK(fs::is_directory(model), "model '", model, "' is not a directory: ", command,
+                      " needs the model's tokenizer files (tokenizer.json, or vocab.json + "
+                      "merges.txt) beside its config.json");
+  return load_tokenizer(model);
+}
+
+}  // namespace h2oflex

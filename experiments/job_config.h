@@ -1,0 +1,33 @@
+// The run configuration of a job command (generate, eval): a model directory with its tokenizer,
+// an optional run config for the engine, and --set overrides — read the same way by each.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/run_config.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+
+namespace h2oflex {
+
+struct JobConfigSource {
+  std::string command;                 // "generate", "eval perplexity" (names it in messages)
+  std::string config_path;             // --config ("" = none)
+  std::string model_dir;               // --model: replaces the config's model ("" = keep it)
+  std::vector<std::string> overrides;  // --set key=value
+};
+
+// The config file (or an empty mapping), the overrides, --model; `variants:` and `prompt_ids:`
+// are refused, a model is required, and a model directory holds real weights unless `dummy:` is
+// written. `defaults` then fills the keys the command sets when they are absent. An error from
+// an override is named after that --set.
+RunConfig load_job_config(const JobConfigSource& job,
+                          const std::function<void(YAML::Node& root)>& defaults);
+
+// The tokenizer files beside the model's config.json; InputError when `model` is no directory.
+BpeTokenizer load_job_tokenizer(const std::string& model, const std::string& command);
+
+}  // namespace h2oflex
