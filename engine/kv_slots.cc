@@ -55,7 +55,7 @@ namespace {
 
 // The score each prompt token starts with, which also ranks it for prefill selection: +inf for
 // the first `sinks` real tokens (picked, and never evicted), else the rule's prefill statistic
-// (attention scores) or the token's position (position scores). [b, heads, s] f32 on `dev`.
+// (attention scores) or its fixed score (position, draw). [b, heads, s] f32 on `dev`.
 Tensor initial_scores(const KvRule& rule, const Tensor* colsum, const std::vector<int32_t>& pad,
                       int64_t b, int64_t heads, int64_t s, Device dev) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -76,12 +76,12 @@ Tensor initial_scores(const KvRule& rule, const Tensor* colsum, const std::vecto
       }
     }
   } else {
-    H2OFLEX_CHECK(rule.score == SlotScore::Position, "kv_prefill: ", rule.name(),
-                  " has no slot score");
+    H2OFLEX_CHECK(rule.evicts(), "kv_prefill: ", rule.name(), " has no slot score");
     host = Tensor::empty({b, heads, s}, DType::F32);
     for (int64_t bh = 0; bh < b * heads; ++bh) {
       for (int64_t j = 0; j < s; ++j) {
-        host.data<float>()[bh * s + j] = is_sink(bh, j) ? kInf : static_cast<float>(j);
+        host.data<float>()[bh * s + j] =
+            is_sink(bh, j) ? kInf : rule.fixed_score(static_cast<int32_t>(j));
       }
     }
   }
@@ -168,8 +168,8 @@ ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor
     std::vector<int32_t> protect(static_cast<size_t>(b), position - rule.recent + 1);
     ops::evict_lowest_score(slots.score, slots.pos, protect, victim);
   }
-  // Without attention scores the new token's score is fixed: its position, or unused (0).
-  const float fixed_score = rule.score == SlotScore::Position ? static_cast<float>(position) : 0.0f;
+  // Without attention scores the new token's score is fixed: its position, its draw, or 0.
+  const float fixed_score = rule.fixed_score(position);
   Tensor changed_dev = ops::scratch(ops::Scratch::Changed, {b, heads}, DType::I32, dev);
   ops::kv_insert(k_new, v_new, rule.evicts() ? &victim : nullptr, position,
                  rule.uses_attention_scores() ? new_prob : nullptr, fixed_score, slots.k, slots.v,

@@ -42,7 +42,21 @@ constexpr PolicyRow kPolicies[] = {
      Count::Unused, Count::Tokens},
     {"tova", SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace, Count::Unused,
      Count::RatioOrTokens, Count::RatioOrTokens},
+    // The control: outside the recent window, which tokens stay is a fixed draw per position
+    // (the same in every run, layer and head), unrelated to attention.
+    {"random", SlotScore::Random, PrefillStat::None, DecodeUpdate::None, Count::Unused,
+     Count::RatioOrTokens, Count::RatioOrTokens},
 };
+
+// The `random` policy's draw: splitmix64 of the position and a fixed seed, its top 24 bits as a
+// float in [0, 1) (exact in f32, so every device ranks the same).
+float random_draw(int32_t position) {
+  uint64_t z = static_cast<uint64_t>(static_cast<uint32_t>(position)) + 0x9E3779B97F4A7C15ull * 20;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+}
 
 // The three counts and their keys, in the order the command-line form lists them.
 struct CountKeys {
@@ -103,7 +117,7 @@ std::string keys_taken(const PolicyRow& row) {
   return s.empty() ? "no counts" : s;
 }
 
-// "full, h2o:HEAVY,RECENT, streaming:SINK,RECENT or tova:HEAVY,RECENT".
+// "full, h2o:HEAVY,RECENT, streaming:SINK,RECENT, tova:HEAVY,RECENT or random:HEAVY,RECENT".
 std::string spec_usage() {
   std::string s;
   const size_t n = std::size(kPolicies);
@@ -354,3 +368,18 @@ KvPolicy parse_kv_spec(const std::string& spec) {
 }
 
 }  // namespace h2oflex::policy
+
+namespace h2oflex {
+
+float KvRule::fixed_score(int32_t position) const {
+  switch (score) {
+    case SlotScore::Position:
+      return static_cast<float>(position);
+    case SlotScore::Random:
+      return policy::random_draw(position);
+    default:
+      return 0.0f;
+  }
+}
+
+}  // namespace h2oflex

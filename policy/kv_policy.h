@@ -1,7 +1,7 @@
 // The KV eviction policy: the `kv:` section as the user writes it (KvPolicy), and the rule the
 // engine runs on (KvRule), which is data — what scores a slot, how decode updates the scores,
-// which slots are protected and how many there are. full, h2o, streaming and tova are rows of
-// one table (kv_policy.cc), so adding a policy is adding a row; a policy that needs a new
+// which slots are protected and how many there are. full, h2o, streaming, tova and random are
+// rows of one table (kv_policy.cc), so adding a policy is adding a row; a policy that needs a new
 // prefill statistic or victim scope adds that enum value and the one op that computes it.
 #pragma once
 
@@ -19,6 +19,7 @@ enum class SlotScore {
   None,       // nothing is ranked: the full cache never evicts
   Attention,  // attention probability the token received (H2O, TOVA)
   Position,   // the token's position: the oldest unprotected token goes first (StreamingLLM)
+  Random,     // a fixed pseudo-random draw per position (the `random` control)
 };
 
 // The statistic prefill computes to start the attention scores and to pick the prompt's kept
@@ -57,6 +58,9 @@ struct KvRule {
   int recent = 0;  // protected recent window
 
   bool evicts() const { return score != SlotScore::None; }
+  // The score of the token at padded position `position` where it does not come from attention:
+  // the position itself (Position), the draw (Random), else 0.
+  float fixed_score(int32_t position) const;
   // Prefill computes the column sums and decode the slot probabilities only when this holds.
   bool uses_attention_scores() const { return score == SlotScore::Attention; }
   // Slots per (sequence, layer, head) for a padded prompt of `prompt_len` and `gen_len` new tokens.

@@ -92,6 +92,7 @@ TEST(EvalScoring, BudgetCoveringTheSequenceEqualsFullExactly) {
                          "recent_tokens: 20}",
                          "{policy: tova, heavy_ratio: 0.5, recent_ratio: 0.5}",
                          "{policy: h2o, heavy_ratio: 0, recent_ratio: 1}",
+                         "{policy: random, heavy_ratio: 0.5, recent_ratio: 0.5}",
                          "{policy: streaming, sink_tokens: 4, recent_tokens: 36}"}) {
     const auto got = score(fixture_config("tiny-preln", kv), seqs);
     for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ(got[i].nll, full[i].nll) << kv << " " << i;

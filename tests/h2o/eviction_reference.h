@@ -83,8 +83,9 @@ inline Problem make_problem(uint32_t seed, int batch, int heads, int prompt, int
 }
 
 // ---- the reference: full KV + alive mask, double precision ----
-// How a decode step's probabilities enter the scores: added (H2O) or replacing them (TOVA).
-enum class ScoreUpdate { Add, Replace };
+// How a decode step's probabilities enter the scores: added (H2O) or replacing them (TOVA); or
+// no attention at all: every token's score is a fixed value of its position (`random`'s draw).
+enum class ScoreUpdate { Add, Replace, Fixed };
 
 struct Reference {
   const Problem& p;
@@ -92,8 +93,11 @@ struct Reference {
   std::vector<std::vector<bool>> alive;    // [b*kv_heads][t]
   std::vector<std::vector<double>> score;  // [b*kv_heads][t]
   std::vector<double> q, k;                // as in the problem, rotated when it asks for rotary
+  std::vector<double> fixed;               // ScoreUpdate::Fixed: the score of each position
 
-  explicit Reference(const Problem& prob, ScoreUpdate u = ScoreUpdate::Add) : p(prob), update(u) {
+  explicit Reference(const Problem& prob, ScoreUpdate u = ScoreUpdate::Add,
+                     std::vector<double> fixed_scores = {})
+      : p(prob), update(u), fixed(std::move(fixed_scores)) {
     alive.assign(static_cast<size_t>(p.batch * p.kv_heads), std::vector<bool>(p.total(), false));
     score.assign(alive.size(), std::vector<double>(p.total(), 0.0));
     q.assign(p.q.begin(), p.q.end());
@@ -144,7 +148,10 @@ struct Reference {
     for (int b = 0; b < p.batch; ++b) {
       for (int g = 0; g < p.kv_heads; ++g) {
         auto& sc = score[b * p.kv_heads + g];
-        for (int h = g * p.group(); h < (g + 1) * p.group(); ++h) {
+        if (update == ScoreUpdate::Fixed) {
+          for (int j = 0; j < p.total(); ++j) sc[j] = fixed.at(j);
+        }
+        for (int h = g * p.group(); h < (g + 1) * p.group() && update != ScoreUpdate::Fixed; ++h) {
           for (int i = p.pad[b]; i < p.prompt; ++i) {
             std::vector<bool> causal(p.total(), false);
             for (int j = p.pad[b]; j <= i; ++j) causal[j] = true;
@@ -187,7 +194,7 @@ struct Reference {
           }
           outs[b * p.heads + h] = out;
         }
-        for (int j = 0; j < p.total(); ++j) {
+        for (int j = 0; j < p.total() && update != ScoreUpdate::Fixed; ++j) {
           if (use[j]) sc[j] = update == ScoreUpdate::Add ? sc[j] + step[j] : step[j];
         }
         al[t] = true;
@@ -320,8 +327,9 @@ inline void check_invariants(const Problem& p, const Engine& eng, int last) {
 // The engine running `policy` against the reference updating scores by `update`, after prefill
 // and after every decode step: the same attention output and the same kept positions.
 inline void run_and_compare(const Problem& p, const std::string& policy = "h2o",
-                            ScoreUpdate update = ScoreUpdate::Add) {
-  Reference ref(p, update);
+                            ScoreUpdate update = ScoreUpdate::Add,
+                            std::vector<double> fixed_scores = {}) {
+  Reference ref(p, update, std::move(fixed_scores));
   Engine eng(p, policy);
   ref.prefill();
   eng.prefill();
