@@ -66,6 +66,14 @@ Tensor initial_scores(const KvRule& rule, const Tensor* colsum, const std::vecto
   if (rule.score == SlotScore::Attention) {
     H2OFLEX_CHECK(rule.prefill == PrefillStat::ColumnSum && colsum != nullptr,
                   "kv_prefill: ", rule.name(), " needs column sums");
+    if (rule.scope == VictimScope::Layer) {
+      H2OFLEX_CHECK(rule.sinks == 0, "kv_prefill: ", rule.name(), " shares scores over heads and ",
+                    "cannot protect sinks");
+      Tensor shared = ops::scratch(ops::Scratch::PrefillScore, colsum->shape(), DType::F32, dev);
+      ops::copy(*colsum, shared);
+      ops::average_over_heads(shared);
+      return shared;
+    }
     if (rule.sinks == 0) return *colsum;
     // Sinks under attention scores: marked on a host copy (no op writes +inf into a statistic).
     host = Tensor::empty({b, heads, s}, DType::F32);
@@ -161,6 +169,9 @@ ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor
       ops::copy(*slot_probs, slots.score);
       break;
   }
+  // Every head holds the same positions in the same slots, so averaging slot by slot is averaging
+  // token by token, and every head then picks the same victim.
+  if (rule.scope == VictimScope::Layer) ops::average_over_heads(slots.score);
   Tensor victim;
   if (rule.evicts()) {
     victim = ops::scratch(ops::Scratch::Victims, {b, heads}, DType::I32, dev);

@@ -29,10 +29,12 @@ struct PolicyRow {
   PrefillStat prefill;
   DecodeUpdate update;
   Count sinks, heavy, recent;
+  VictimScope scope = VictimScope::PerHead;
 };
 
-// Adding a policy is adding a row. TOVA ranks by the last query's attention alone; its prompt
-// is selected by column sums, the statistic prefill has.
+// Adding a policy is adding a row. TOVA ranks by the last query's attention alone, averaged
+// over the layer's heads (one kept set per layer, as its paper does); its prompt is selected by
+// the column sums, the statistic prefill has, averaged the same way.
 constexpr PolicyRow kPolicies[] = {
     {"full", SlotScore::None, PrefillStat::None, DecodeUpdate::None, Count::Unused, Count::Unused,
      Count::Unused},
@@ -41,7 +43,7 @@ constexpr PolicyRow kPolicies[] = {
     {"streaming", SlotScore::Position, PrefillStat::None, DecodeUpdate::None, Count::Tokens,
      Count::Unused, Count::Tokens},
     {"tova", SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace, Count::Unused,
-     Count::RatioOrTokens, Count::RatioOrTokens},
+     Count::RatioOrTokens, Count::RatioOrTokens, VictimScope::Layer},
     // The control: outside the recent window, which tokens stay is a fixed draw per position
     // (the same in every run, layer and head), unrelated to attention.
     {"random", SlotScore::Random, PrefillStat::None, DecodeUpdate::None, Count::Unused,
@@ -141,6 +143,7 @@ KvRule rule_of(const PolicyRow& row) {
   r.score = row.score;
   r.prefill = row.prefill;
   r.update = row.update;
+  r.scope = row.scope;
   return r;
 }
 

@@ -37,11 +37,13 @@ enum class DecodeUpdate {
   Replace,     // the new query's probabilities replace them (TOVA)
 };
 
-// Which slots compete for one eviction. Only per (sequence, head) exists
-// (ops::evict_lowest_score); a scope shared by a layer's heads would be one more value and one
-// op that reduces the scores over heads and evicts the same position from every head.
+// Which slots compete for one eviction: each (sequence, head) on its own, or a layer's heads
+// together — their scores are averaged over the heads (ops::average_over_heads) before prefill
+// selection and before each eviction, so every head keeps the same positions in the same slots
+// and evicts the same one (TOVA's one kept set per layer).
 enum class VictimScope {
   PerHead,
+  Layer,
 };
 
 // The engine's rule, resolved for one prompt length. Every (sequence, layer, head) keeps at most

@@ -60,6 +60,8 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+void average_over_heads(Tensor& scores);
+
 void copy(const Tensor& src, Tensor& dst);
 
 // The pieces `ranges` of `src` packed one after another into `dst` (the CUDA twin gathers device

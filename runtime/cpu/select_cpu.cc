@@ -103,4 +103,18 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
   }
 }
 
+void average_over_heads(Tensor& scores) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), n = scores.dim(2);
+  float* x = scores.data<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    float* seq = x + i * h * n;
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int64_t hi = 0; hi < h; ++hi) sum += seq[hi * n + j];
+      const float mean = sum / static_cast<float>(h);
+      for (int64_t hi = 0; hi < h; ++hi) seq[hi * n + j] = mean;
+    }
+  }
+}
+
 }  // namespace h2oflex::cpu

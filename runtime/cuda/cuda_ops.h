@@ -64,6 +64,8 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+void average_over_heads(Tensor& scores);
+
 // Copies on the current stream of the receiving device (the source's for a copy to the host),
 // ordered after the source device's queued work when the two are different GPUs; waits for the
 // copy when either end is host memory. Makes the devices current itself.

@@ -148,6 +148,18 @@ __global__ void evict_lowest_score_kernel(const float* scores, const int32_t* sl
   }
 }
 
+// One thread per (sequence, slot): the heads summed in order with round-to-nearest adds, as the
+// CPU twin does.
+__global__ void average_over_heads_kernel(float* scores, int64_t b, int h, int64_t n) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= b * n) return;
+  float* seq = scores + (t / n) * h * n + t % n;
+  float sum = 0.0f;
+  for (int hi = 0; hi < h; ++hi) sum = __fadd_rn(sum, seq[hi * n]);
+  const float mean = __fdiv_rn(sum, static_cast<float>(h));
+  for (int hi = 0; hi < h; ++hi) seq[hi * n] = mean;
+}
+
 }  // namespace
 
 void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, int heavy,
@@ -184,6 +196,17 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
         static_cast<int>(h), chunk, first, victim.data<int32_t>());
     CUDA_CHECK_LAUNCH("evict_lowest_score_kernel");
   });
+}
+
+void average_over_heads(Tensor& scores) {
+  const int64_t b = scores.dim(0), h = scores.dim(1), n = scores.dim(2);
+  if (b == 0 || h == 0 || n == 0) return;
+  H2OFLEX_CHECK(h <= 0x7fffffff, "average_over_heads: shape ", shape_str(scores.shape()));
+  constexpr int kThreads = 256;
+  const int64_t blocks = (b * n + kThreads - 1) / kThreads;
+  average_over_heads_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, current_stream()>>>(
+      scores.data<float>(), b, static_cast<int>(h), n);
+  CUDA_CHECK_LAUNCH("average_over_heads_kernel");
 }
 
 }  // namespace h2oflex::cuda

@@ -367,6 +367,11 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
   H2OFLEX_DISPATCH(scores, evict_lowest_score, scores, slot_pos, protect_from, victim);
 }
 
+void average_over_heads(Tensor& scores) {
+  expect(scores, DType::F32, 3, "average_over_heads", "scores");
+  H2OFLEX_DISPATCH(scores, average_over_heads, scores);
+}
+
 Tensor empty(Shape shape, DType dtype, Device device) {
   if (device.is_cpu()) return Tensor::empty(std::move(shape), dtype);
 #ifdef H2OFLEX_WITH_CUDA

@@ -108,6 +108,11 @@ void select_heavy_recent(const Tensor& colsum, const std::vector<int32_t>& pad, 
 void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
                         const std::vector<int32_t>& protect_from, Tensor& victim);
 
+// Scores shared by a layer's heads (TOVA's one kept set per layer). scores [b, h, n] f32, in
+// place: every head of (sequence i, slot j) gets the mean over heads of scores[i, :, j], summed
+// in head order and divided by h (the same bits on every device).
+void average_over_heads(Tensor& scores);
+
 // ---- 4-bit group-wise compression (row layout and arithmetic: runtime/core/quant4.h) ----
 
 // Compresses each row (the last dimension, n values) of src (f32) into dst (u8, rows x

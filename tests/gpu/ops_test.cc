@@ -596,6 +596,21 @@ TEST(CudaOps, EvictLowestScorePicksTheCpuVictim) {
   EXPECT_EQ(got.data<int32_t>()[3 * h], -1);
 }
 
+// TOVA's shared scores: the device's head average is the CPU twin's, bit for bit.
+TEST(CudaOps, AverageOverHeadsMatchesCpuBitForBit) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  for (const Shape& shape : {Shape{3, 5, 77}, Shape{1, 1, 9}, Shape{2, 32, 600}}) {
+    Tensor scores = random_tensor(shape, DType::F32, 31);
+    Tensor d = dev(scores);
+    cpu::average_over_heads(scores);
+    cuda::average_over_heads(d);
+    const Tensor got = host(d);
+    for (int64_t i = 0; i < scores.numel(); ++i) {
+      ASSERT_EQ(got.data<float>()[i], scores.data<float>()[i]) << shape_str(shape) << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace h2oflex
 

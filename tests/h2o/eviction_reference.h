@@ -94,10 +94,11 @@ struct Reference {
   std::vector<std::vector<double>> score;  // [b*kv_heads][t]
   std::vector<double> q, k;                // as in the problem, rotated when it asks for rotary
   std::vector<double> fixed;               // ScoreUpdate::Fixed: the score of each position
+  bool per_layer = false;
 
   explicit Reference(const Problem& prob, ScoreUpdate u = ScoreUpdate::Add,
-                     std::vector<double> fixed_scores = {})
-      : p(prob), update(u), fixed(std::move(fixed_scores)) {
+                     std::vector<double> fixed_scores = {}, bool shared_over_heads = false)
+      : p(prob), update(u), fixed(std::move(fixed_scores)), per_layer(shared_over_heads) {
     alive.assign(static_cast<size_t>(p.batch * p.kv_heads), std::vector<bool>(p.total(), false));
     score.assign(alive.size(), std::vector<double>(p.total(), 0.0));
     q.assign(p.q.begin(), p.q.end());
@@ -144,6 +145,17 @@ struct Reference {
     return pr;
   }
 
+  // per_layer: the scores of a sequence's KV heads are averaged before every choice (TOVA's one
+  // kept set per layer), so every head keeps the same positions.
+  void share_over_heads(int b) {
+    if (!per_layer) return;
+    for (int j = 0; j < p.total(); ++j) {
+      double sum = 0;
+      for (int g = 0; g < p.kv_heads; ++g) sum += score[b * p.kv_heads + g][j];
+      for (int g = 0; g < p.kv_heads; ++g) score[b * p.kv_heads + g][j] = sum / p.kv_heads;
+    }
+  }
+
   void prefill() {
     for (int b = 0; b < p.batch; ++b) {
       for (int g = 0; g < p.kv_heads; ++g) {
@@ -159,6 +171,10 @@ struct Reference {
             for (int j = 0; j < p.total(); ++j) sc[j] += pr[j];
           }
         }
+      }
+      share_over_heads(b);
+      for (int g = 0; g < p.kv_heads; ++g) {
+        const auto& sc = score[b * p.kv_heads + g];
         auto& al = alive[b * p.kv_heads + g];
         const int n = p.prompt - p.pad[b];
         if (n <= p.heavy + p.recent) {
@@ -197,6 +213,11 @@ struct Reference {
         for (int j = 0; j < p.total() && update != ScoreUpdate::Fixed; ++j) {
           if (use[j]) sc[j] = update == ScoreUpdate::Add ? sc[j] + step[j] : step[j];
         }
+      }
+      share_over_heads(b);
+      for (int g = 0; g < p.kv_heads; ++g) {
+        auto& al = alive[b * p.kv_heads + g];
+        const auto& sc = score[b * p.kv_heads + g];
         al[t] = true;
         int count = 0;
         for (bool a : al) count += a;
@@ -328,8 +349,8 @@ inline void check_invariants(const Problem& p, const Engine& eng, int last) {
 // and after every decode step: the same attention output and the same kept positions.
 inline void run_and_compare(const Problem& p, const std::string& policy = "h2o",
                             ScoreUpdate update = ScoreUpdate::Add,
-                            std::vector<double> fixed_scores = {}) {
-  Reference ref(p, update, std::move(fixed_scores));
+                            std::vector<double> fixed_scores = {}, bool per_layer = false) {
+  Reference ref(p, update, std::move(fixed_scores), per_layer);
   Engine eng(p, policy);
   ref.prefill();
   eng.prefill();

@@ -34,7 +34,7 @@ TEST(GqaReference, H2OMultiQueryAttention) {
 
 TEST(GqaReference, TovaWithGroupedHeadsAndRotaryEmbedding) {
   run_and_compare(make_problem(45, 3, kHeads, 24, 16, 4, 3, {0, 5, 11}, kKvHeads, 16), "tova",
-                  ScoreUpdate::Replace);
+                  ScoreUpdate::Replace, {}, /*per_layer=*/true);
 }
 
 TEST(GqaReference, ManySeedsBudgetsAndPaddings) {
@@ -50,7 +50,7 @@ TEST(GqaReference, ManySeedsBudgetsAndPaddings) {
         make_problem(seed, 3, kHeads, prompt, 10, heavy, recent, pad, kv_heads, rot_dim);
     SCOPED_TRACE("seed " + std::to_string(seed));
     run_and_compare(p, "h2o", ScoreUpdate::Add);
-    run_and_compare(p, "tova", ScoreUpdate::Replace);
+    run_and_compare(p, "tova", ScoreUpdate::Replace, {}, /*per_layer=*/true);
   }
 }
 

@@ -559,5 +559,15 @@ TEST(GroupedQueryAttention, DecodeNamesMismatchedShapes) {
   }
 }
 
+// Each (sequence, slot) gets the mean of its heads' scores in every head; sequences stay apart.
+TEST(AverageOverHeads, EveryHeadGetsTheMean) {
+  Tensor t = Tensor::empty({2, 3, 2}, DType::F32);
+  const float v[] = {1, 10, 2, 20, 6, 30, /* sequence 1 */ -3, 0.5f, 3, 0.5f, 0, 0.5f};
+  std::copy(std::begin(v), std::end(v), t.data<float>());
+  ops::average_over_heads(t);
+  const float want[] = {3, 20, 3, 20, 3, 20, 0, 0.5f, 0, 0.5f, 0, 0.5f};
+  for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(t.data<float>()[i], want[i]) << i;
+}
+
 }  // namespace
 }  // namespace h2oflex
