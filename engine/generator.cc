@@ -115,7 +115,7 @@ GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& ho
   const bool scores = opt.eviction.uses_attention_scores();
   for (int64_t l = 0; l < L; ++l) {
     prefill_layer(model, *units[l + 1], opt.compute, hidden, b, s, pb.pad, prompt_pos, k, v,
-                  scores ? &colsum : nullptr);
+                  opt.eviction, scores ? &colsum : nullptr);
     kv_prefill(opt.eviction, k, v, scores ? &colsum : nullptr, pb.pad, cache[l]);
   }
   if (opt.all_prompt_logits && opt.on_logits) {

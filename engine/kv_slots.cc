@@ -64,8 +64,8 @@ Tensor initial_scores(const KvRule& rule, const Tensor* colsum, const std::vecto
   };
   Tensor host;
   if (rule.score == SlotScore::Attention) {
-    H2OFLEX_CHECK(rule.prefill == PrefillStat::ColumnSum && colsum != nullptr,
-                  "kv_prefill: ", rule.name(), " needs column sums");
+    H2OFLEX_CHECK(rule.prefill != PrefillStat::None && colsum != nullptr,
+                  "kv_prefill: ", rule.name(), " needs its prefill statistic");
     if (rule.scope == VictimScope::Layer) {
       H2OFLEX_CHECK(rule.sinks == 0, "kv_prefill: ", rule.name(), " shares scores over heads and ",
                     "cannot protect sinks");
@@ -152,7 +152,7 @@ ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor
                               KvSlots& slots) {
   const int64_t b = slots.batch(), heads = slots.heads();
   const Device dev = slots.k.device();
-  if (rule.uses_attention_scores() || rule.update != DecodeUpdate::None) {
+  if (rule.decode_scores()) {
     H2OFLEX_CHECK(slot_probs && new_prob, "kv_decode_insert: ", rule.name(),
                   " needs probabilities");
   }
@@ -172,8 +172,10 @@ ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor
   // Every head holds the same positions in the same slots, so averaging slot by slot is averaging
   // token by token, and every head then picks the same victim.
   if (rule.scope == VictimScope::Layer) ops::average_over_heads(slots.score);
+  // A prefill_only rule always finds an empty slot (kv_insert takes that before the victim).
   Tensor victim;
-  if (rule.evicts()) {
+  const bool evicts = rule.evicts();
+  if (evicts) {
     victim = ops::scratch(ops::Scratch::Victims, {b, heads}, DType::I32, dev);
     // The R most recent real tokens, the new one included, are positions > position - R.
     std::vector<int32_t> protect(static_cast<size_t>(b), position - rule.recent + 1);
@@ -182,8 +184,8 @@ ChangedSlots kv_decode_insert(const KvRule& rule, int32_t position, const Tensor
   // Without attention scores the new token's score is fixed: its position, its draw, or 0.
   const float fixed_score = rule.fixed_score(position);
   Tensor changed_dev = ops::scratch(ops::Scratch::Changed, {b, heads}, DType::I32, dev);
-  ops::kv_insert(k_new, v_new, rule.evicts() ? &victim : nullptr, position,
-                 rule.uses_attention_scores() ? new_prob : nullptr, fixed_score, slots.k, slots.v,
+  ops::kv_insert(k_new, v_new, evicts ? &victim : nullptr, position,
+                 rule.decode_scores() ? new_prob : nullptr, fixed_score, slots.k, slots.v,
                  slots.pos, slots.score, changed_dev);
   ChangedSlots changed(static_cast<size_t>(b * heads));
   Tensor host = Tensor::wrap(changed.data(), {b, heads}, DType::I32);

@@ -9,7 +9,8 @@ using ops::Scratch;
 
 void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
                    Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
-                   const Tensor& positions, Tensor& k, Tensor& v, Tensor* colsum) {
+                   const Tensor& positions, Tensor& k, Tensor& v, const KvRule& rule,
+                   Tensor* stat) {
   const KvGeometry g = model.kv_geometry();
   const int64_t rows = batch * seq, d = g.head_dim;
   const Device dev = hidden.device();
@@ -18,8 +19,15 @@ void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::Compute
   Tensor v2 = v.reshape({rows, g.kv_heads * d});
   model.attention_input(w, ct, hidden, positions, q, k2, v2);
   Tensor attn = ops::scratch(Scratch::PrefillAttn, {batch, seq, g.query_heads, d}, DType::F32, dev);
-  ops::attention_prefill(q.reshape({batch, seq, g.query_heads, d}), k, v, pad, g.softmax_scale,
-                         attn, colsum);
+  const Tensor q4 = q.reshape({batch, seq, g.query_heads, d});
+  H2OFLEX_CHECK((stat != nullptr) == rule.uses_attention_scores(), "prefill_layer: ", rule.name(),
+                stat ? " takes no" : " needs a", " prefill statistic");
+  const bool colsum = stat != nullptr && rule.prefill == PrefillStat::ColumnSum;
+  ops::attention_prefill(q4, k, v, pad, g.softmax_scale, attn, colsum ? stat : nullptr);
+  if (stat != nullptr && rule.prefill == PrefillStat::WindowPooled) {
+    ops::window_attention_scores(q4, k, pad, g.softmax_scale, rule.recent, KvRule::kWindowPool,
+                                 *stat);
+  }
   model.layer_finish(w, ct, hidden, attn.reshape({rows, g.query_heads * d}));
 }
 
@@ -57,7 +65,7 @@ ChangedSlots decode_layer(const DecoderModel& model, const UnitWeights& w, ops::
   }
   Tensor out = delegated ? ops::scratch(Scratch::HostAttn, q_heads, DType::F32, kv_dev) : a3;
   // Slot probabilities are only needed where they feed the scores.
-  const bool scores = rule.uses_attention_scores();
+  const bool scores = rule.decode_scores();
   Tensor probs, self_prob;
   if (scores) {
     probs = ops::scratch(Scratch::SlotProbs, slots.pos.shape(), DType::F32, kv_dev);

@@ -11,11 +11,12 @@
 namespace h2oflex {
 
 // A whole layer over a left-padded prompt: hidden [b * s, H] in place; k and v
-// [b, s, kv_heads, d] receive the keys and values to cache; colsum [b, kv_heads, s] (optional)
-// the column sums of attention that H2O ranks prompt tokens by.
+// [b, s, kv_heads, d] receive the keys and values to cache; `stat` [b, kv_heads, s] (given iff
+// the rule uses attention scores) the rule's prefill statistic that ranks prompt tokens: the
+// column sums of attention (H2O, TOVA) or the pooled attention of the last queries (SnapKV).
 void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::ComputeType ct,
                    Tensor& hidden, int64_t batch, int64_t seq, const std::vector<int32_t>& pad,
-                   const Tensor& positions, Tensor& k, Tensor& v, Tensor* colsum);
+                   const Tensor& positions, Tensor& k, Tensor& v, const KvRule& rule, Tensor* stat);
 
 // One decoder layer for one new token per sequence at padded `position` (real positions in
 // `positions` [b] i32): projections, attention over the retained slots plus the token, the

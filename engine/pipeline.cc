@@ -198,7 +198,7 @@ void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf
   if (prefill_) {
     Tensor* cs = rule.uses_attention_scores() ? &colsum_ : nullptr;
     prefill_layer(model_, w, spec_.gen.compute, hidden, gbs_, shape_.padded.seq, pad, pos,
-                  prefill_k_, prefill_v_, cs);
+                  prefill_k_, prefill_v_, rule, cs);
     kv_prefill(rule, prefill_k_, prefill_v_, cs, pad, slots);
     ops::synchronize(dev);  // the store below reads what the device wrote
     add_compute(layer + 1, watch.elapsed());

@@ -81,9 +81,9 @@ int cli_main(int argc, char** argv) {
   plan_cmd->add_option("--hardware", plan.hardware_path, "hardware profile YAML")->required();
   plan_cmd->add_option("--prompt-len", plan.prompt_len, "prompt length");
   plan_cmd->add_option("--gen-len", plan.gen_len, "generated tokens");
-  plan_cmd->add_option(
-      "--kv", plan.kv,
-      "full | h2o:HEAVY,RECENT | streaming:SINK,RECENT | tova:HEAVY,RECENT | random:HEAVY,RECENT");
+  plan_cmd->add_option("--kv", plan.kv,
+                       "full | h2o:HEAVY,RECENT | streaming:SINK,RECENT | tova:HEAVY,RECENT | "
+                       "snapkv:HEAVY,RECENT | random:HEAVY,RECENT");
   plan_cmd->add_option("--device-mem", plan_device, "tighter device budget, e.g. 16GiB");
   plan_cmd->add_option("--host-mem", plan_host, "tighter host budget");
   plan_cmd->add_option("--disk-mem", plan_disk, "tighter disk budget");

@@ -112,7 +112,7 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.budget = d.bounded ? kept : full;
   // A bounded cache keeps each slot's position (int32 per KV head) and, with attention scores,
   // the score (fp32 per KV head); the scores change every step, so they are rewritten every step.
-  const bool scored = d.bounded && rule.uses_attention_scores();
+  const bool scored = d.bounded && rule.decode_scores();
   d.meta_tok = d.bounded ? 4 * d.nkv * (scored ? 2 : 1) : 0;
   d.score_tok = scored ? 4 * d.nkv : 0;
   // B slots plus the one the incoming token uses before the eviction decision.

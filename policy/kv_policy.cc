@@ -30,6 +30,7 @@ struct PolicyRow {
   DecodeUpdate update;
   Count sinks, heavy, recent;
   VictimScope scope = VictimScope::PerHead;
+  bool prefill_only = false;
 };
 
 // Adding a policy is adding a row. TOVA ranks by the last query's attention alone, averaged
@@ -44,6 +45,10 @@ constexpr PolicyRow kPolicies[] = {
      Count::Unused, Count::Tokens},
     {"tova", SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace, Count::Unused,
      Count::RatioOrTokens, Count::RatioOrTokens, VictimScope::Layer},
+    // SnapKV: the prompt's tokens most attended to by its last `recent` queries (pooled), plus
+    // those queries' own window, chosen once at prefill; generated tokens are all kept.
+    {"snapkv", SlotScore::Attention, PrefillStat::WindowPooled, DecodeUpdate::None, Count::Unused,
+     Count::RatioOrTokens, Count::RatioOrTokens, VictimScope::PerHead, true},
     // The control: outside the recent window, which tokens stay is a fixed draw per position
     // (the same in every run, layer and head), unrelated to attention.
     {"random", SlotScore::Random, PrefillStat::None, DecodeUpdate::None, Count::Unused,
@@ -119,7 +124,8 @@ std::string keys_taken(const PolicyRow& row) {
   return s.empty() ? "no counts" : s;
 }
 
-// "full, h2o:HEAVY,RECENT, streaming:SINK,RECENT, tova:HEAVY,RECENT or random:HEAVY,RECENT".
+// "full, h2o:HEAVY,RECENT, streaming:SINK,RECENT, tova:HEAVY,RECENT, snapkv:HEAVY,RECENT or
+// random:HEAVY,RECENT".
 std::string spec_usage() {
   std::string s;
   const size_t n = std::size(kPolicies);
@@ -144,6 +150,7 @@ KvRule rule_of(const PolicyRow& row) {
   r.prefill = row.prefill;
   r.update = row.update;
   r.scope = row.scope;
+  r.prefill_only = row.prefill_only;
   return r;
 }
 

@@ -1,8 +1,8 @@
 // The KV eviction policy: the `kv:` section as the user writes it (KvPolicy), and the rule the
 // engine runs on (KvRule), which is data — what scores a slot, how decode updates the scores,
-// which slots are protected and how many there are. full, h2o, streaming, tova and random are
-// rows of one table (kv_policy.cc), so adding a policy is adding a row; a policy that needs a new
-// prefill statistic or victim scope adds that enum value and the one op that computes it.
+// which slots are protected and how many there are. full, h2o, streaming, tova, snapkv and random
+// are rows of one table (kv_policy.cc), so adding a policy is adding a row; a policy that needs a
+// new prefill statistic or victim scope adds that enum value and the one op that computes it.
 #pragma once
 
 #include <string>
@@ -23,11 +23,11 @@ enum class SlotScore {
 };
 
 // The statistic prefill computes to start the attention scores and to pick the prompt's kept
-// tokens. A trailing-window statistic with pooling (SnapKV) would be one more value here and
-// one op beside ops::attention_prefill writing the same [b, h, s] layout as its column sums.
+// tokens, [b, kv_heads, s] either way.
 enum class PrefillStat {
-  None,       // no statistic (position scores need none)
-  ColumnSum,  // Σ over all real queries i of softmax P[i, j] (ops::attention_prefill's colsum)
+  None,          // no statistic (position scores need none)
+  ColumnSum,     // Σ over all real queries i of softmax P[i, j] (ops::attention_prefill's colsum)
+  WindowPooled,  // Σ over the last `recent` queries, max-pooled (ops::window_attention_scores)
 };
 
 // How a decode step changes the attention scores of the kept slots.
@@ -57,9 +57,16 @@ struct KvRule {
   VictimScope scope = VictimScope::PerHead;
   int sinks = 0;   // first real tokens, never evicted
   int heavy = 0;   // slots chosen by score among the others
-  int recent = 0;  // protected recent window
+  int recent = 0;  // protected recent window (SnapKV: its observation window)
+  // Selects once, at prefill, and keeps every generated token (SnapKV): the prompt's budget is
+  // sinks + heavy + recent and the cache grows by one slot per step.
+  bool prefill_only = false;
+  // SnapKV's 1-D max pooling of its window scores (odd: centred on the key).
+  static constexpr int kWindowPool = 5;
 
   bool evicts() const { return score != SlotScore::None; }
+  // Decode computes slot probabilities only when they change the scores.
+  bool decode_scores() const { return update != DecodeUpdate::None; }
   // The score of the token at padded position `position` where it does not come from attention:
   // the position itself (Position), the draw (Random), else 0.
   float fixed_score(int32_t position) const;
@@ -67,7 +74,8 @@ struct KvRule {
   bool uses_attention_scores() const { return score == SlotScore::Attention; }
   // Slots per (sequence, layer, head) for a padded prompt of `prompt_len` and `gen_len` new tokens.
   int capacity(int prompt_len, int gen_len) const {
-    return evicts() ? sinks + heavy + recent : prompt_len + gen_len;
+    if (!evicts()) return prompt_len + gen_len;
+    return sinks + heavy + recent + (prefill_only ? gen_len : 0);
   }
   const std::string& name() const { return policy; }
 };

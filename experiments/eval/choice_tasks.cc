@@ -100,7 +100,7 @@ ParsedTasks read_choice_tasks(const std::string& path) {
 
 ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
                                 int32_t bos, const policy::KvPolicy& kv,
-                                generate::BlockEngine& engine) {
+                                generate::BlockEngine& engine, ContextReading reading) {
   std::vector<ScoredSequence> seqs;
   ChoiceResult r;
   for (const ChoiceTask& t : tasks) {
@@ -127,7 +127,7 @@ ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeT
     }
     r.scores.push_back(std::move(score));
   }
-  const std::vector<SequenceScore> scored = score_sequences(seqs, kv, engine);
+  const std::vector<SequenceScore> scored = score_sequences(seqs, kv, engine, reading);
   size_t next = 0;
   int correct = 0, correct_norm = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {

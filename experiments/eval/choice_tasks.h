@@ -49,7 +49,8 @@ struct ChoiceResult {
 // Each choice must add tokens to the context's (InputError naming the task otherwise).
 ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
                                 int32_t bos, const policy::KvPolicy& kv,
-                                generate::BlockEngine& engine);
+                                generate::BlockEngine& engine,
+                                ContextReading reading = ContextReading::Stream);
 
 // Characters (UTF-8 code points) of a choice: acc_norm's length.
 size_t utf8_length(const std::string& s);

@@ -15,6 +15,10 @@ void add_common(CLI::App* cmd, EvalOptions& o) {
                   "override a config key: key=value (repeatable), e.g. "
                   "--set 'kv={policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}'");
   cmd->add_option("--json", o.json_out, "write the result document here");
+  cmd->add_option("--context", o.context,
+                  "how the unscored context is read: stream (token by token from the BOS, the "
+                  "policy acting at every step; default) or prefill (one prompt, the policy "
+                  "selecting at its end; needed by snapkv)");
 }
 
 }  // namespace

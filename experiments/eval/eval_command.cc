@@ -56,6 +56,18 @@ struct EvalSetup {
   }
 };
 
+// --context, refused for a policy it would make meaningless: SnapKV selects only at a prefill,
+// so streamed from the BOS it would keep everything and score as the full cache.
+eval::ContextReading context_reading(const EvalOptions& o, const policy::KvPolicy& kv) {
+  H2OFLEX_INPUT_CHECK(o.context == "stream" || o.context == "prefill", "--context '", o.context,
+                      "': expected stream or prefill");
+  const bool prefill = o.context == "prefill";
+  H2OFLEX_INPUT_CHECK(prefill || !kv.resolve(2, 0).prefill_only, "kv policy '", kv.policy,
+                      "' selects only at a prefill; streamed token by token it would keep "
+                      "everything: use --context prefill");
+  return prefill ? eval::ContextReading::Prefill : eval::ContextReading::Stream;
+}
+
 void check_input_file(const std::string& path, const char* flag) {
   H2OFLEX_INPUT_CHECK(!path.empty(), "eval needs ", flag, " FILE");
   H2OFLEX_INPUT_CHECK(fs::is_regular_file(path), flag, " '", path,
@@ -69,7 +81,7 @@ nlohmann::ordered_json kv_json(const policy::KvPolicy& kv, const std::vector<KvR
   j["policy"] = kv.policy;
   j["summary"] = kv.summary();
   j["ratios_of"] = "the scored sequence (BOS included)";
-  j["eviction"] = "token by token";
+  j["eviction"] = kv.resolve(2, 0).prefill_only ? "once, at the prefill" : "token by token";
   const KvRule* rule = nullptr;
   for (const KvRule& r : rules) {
     if (rule == nullptr || r.capacity(1, 0) > rule->capacity(1, 0)) rule = &r;
@@ -106,6 +118,7 @@ int run_eval_perplexity(const EvalOptions& o) {
   const std::string text = read_text(o.input);
   H2OFLEX_INPUT_CHECK(!text.empty(), "--text '", o.input, "' is empty");
   EvalSetup s(o, "eval perplexity");
+  const eval::ContextReading reading = context_reading(o, s.config.kv_policy);
   const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
   H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
   const int64_t context = s.source.model->max_positions();
@@ -117,7 +130,7 @@ int run_eval_perplexity(const EvalOptions& o) {
 
   Stopwatch watch;
   const eval::PerplexityResult r =
-      eval::text_perplexity(tokens, s.bos, window, stride, s.config.kv_policy, *s.engine);
+      eval::text_perplexity(tokens, s.bos, window, stride, s.config.kv_policy, *s.engine, reading);
   const double eval_s = watch.elapsed();
   size_t longest = 0;
   for (const eval::Window& w : r.windows) longest = std::max(longest, w.end - w.begin + 1);
@@ -133,6 +146,7 @@ int run_eval_perplexity(const EvalOptions& o) {
   j["tokens"] = r.nll.size();
   j["window"] = window;
   j["stride"] = stride;
+  j["context"] = o.context;
   j["windows"] = r.windows.size();
   j["kv"] = kv_json(s.config.kv_policy, r.rules, longest);
   j["eval_s"] = eval_s;
@@ -157,10 +171,11 @@ int run_eval_choice(const EvalOptions& o) {
   H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
                       parsed.errors.size(), " bad lines, reported in ", errors, ")");
   EvalSetup s(o, "eval choice");
+  const eval::ContextReading reading = context_reading(o, s.config.kv_policy);
 
   Stopwatch watch;
-  const eval::ChoiceResult r =
-      eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos, s.config.kv_policy, *s.engine);
+  const eval::ChoiceResult r = eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos,
+                                                        s.config.kv_policy, *s.engine, reading);
   const double eval_s = watch.elapsed();
   std::printf("acc %.4f  acc_norm %.4f  n %zu  rejected %zu  kv %s\n", r.acc, r.acc_norm,
               parsed.tasks.size(), parsed.errors.size(), s.config.kv_policy.summary().c_str());
@@ -183,6 +198,7 @@ int run_eval_choice(const EvalOptions& o) {
   j["acc_norm"] = r.acc_norm;
   j["n"] = parsed.tasks.size();
   j["rejected"] = parsed.errors.size();
+  j["context"] = o.context;
   j["kv"] = kv_json(s.config.kv_policy, r.rules, r.longest);
   j["eval_s"] = eval_s;
   j["tasks"] = tasks;

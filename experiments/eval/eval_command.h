@@ -15,6 +15,7 @@ struct EvalOptions {
   std::string config_path;  // --config RUN.yaml: policy, hardware, kv, compute_dtype, batch_size
   std::vector<std::string> overrides;  // --set key=value
   std::string json_out;                // --json OUT ("" = none)
+  std::string context = "stream";      // --context: stream (token by token) | prefill
   int window = 0;                      // perplexity: 0 = the model's context less the BOS
   int stride = 0;                      // perplexity: 0 = the window
 };

@@ -23,7 +23,7 @@ std::vector<Window> plan_windows(size_t tokens, int window, int stride) {
 
 PerplexityResult text_perplexity(const std::vector<int32_t>& tokens, int32_t bos, int window,
                                  int stride, const policy::KvPolicy& kv,
-                                 generate::BlockEngine& engine) {
+                                 generate::BlockEngine& engine, ContextReading reading) {
   PerplexityResult r;
   r.windows = plan_windows(tokens.size(), window, stride);
   std::vector<ScoredSequence> seqs;
@@ -35,7 +35,7 @@ PerplexityResult text_perplexity(const std::vector<int32_t>& tokens, int32_t bos
     s.first_scored = 1 + (w.scored_from - w.begin);
     seqs.push_back(std::move(s));
   }
-  const std::vector<SequenceScore> scores = score_sequences(seqs, kv, engine);
+  const std::vector<SequenceScore> scores = score_sequences(seqs, kv, engine, reading);
   double sum = 0;
   for (const SequenceScore& s : scores) {
     r.nll.insert(r.nll.end(), s.nll.begin(), s.nll.end());

@@ -29,6 +29,7 @@ struct PerplexityResult {
 
 PerplexityResult text_perplexity(const std::vector<int32_t>& tokens, int32_t bos, int window,
                                  int stride, const policy::KvPolicy& kv,
-                                 generate::BlockEngine& engine);
+                                 generate::BlockEngine& engine,
+                                 ContextReading reading = ContextReading::Stream);
 
 }  // namespace h2oflex::eval

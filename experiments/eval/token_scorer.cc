@@ -20,40 +20,44 @@ double token_nll(const float* logits, int64_t vocab, int32_t target) {
 
 std::vector<SequenceScore> score_sequences(const std::vector<ScoredSequence>& sequences,
                                            const policy::KvPolicy& kv,
-                                           generate::BlockEngine& engine) {
+                                           generate::BlockEngine& engine, ContextReading reading) {
   std::vector<SequenceScore> out(sequences.size());
-  // Sequences of one length resolve the policy to one rule, so they can share a block.
-  std::map<size_t, std::vector<size_t>> by_length;
+  const bool prefill = reading == ContextReading::Prefill;
+  // Sequences of one length resolve the policy to one rule, and with one prompt length need no
+  // padding, so they can share a block.
+  std::map<std::pair<size_t, size_t>, std::vector<size_t>> by_length;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const ScoredSequence& s = sequences[i];
     H2OFLEX_CHECK(s.ids.size() >= 2 && s.first_scored >= 1 && s.first_scored < s.ids.size(),
                   "score_sequences: sequence ", i, " has ", s.ids.size(), " ids, first scored ",
                   s.first_scored);
-    by_length[s.ids.size()].push_back(i);
+    by_length[{s.ids.size(), prefill ? s.first_scored : 1}].push_back(i);
   }
   const size_t block = static_cast<size_t>(std::max(1, engine.block_size()));
-  for (const auto& [length, members] : by_length) {
+  for (const auto& [shape, members] : by_length) {
+    const size_t length = shape.first, prompt = shape.second;
     const KvRule rule = kv.resolve(static_cast<int>(length), 0);
     for (size_t start = 0; start < members.size(); start += block) {
       const size_t n = std::min(block, members.size() - start);
       generate::BlockWork work;
-      work.prompt_len = 1;
-      work.gen_len = static_cast<int>(length) - 1;
+      work.prompt_len = static_cast<int>(prompt);
+      work.gen_len = static_cast<int>(length - prompt);
       work.eviction = rule;
       for (size_t r = 0; r < n; ++r) {
         const ScoredSequence& s = sequences[members[start + r]];
-        work.prompts.push_back({s.ids[0]});
-        work.forced.emplace_back(s.ids.begin() + 1, s.ids.end());
+        const auto split = s.ids.begin() + static_cast<std::ptrdiff_t>(prompt);
+        work.prompts.emplace_back(s.ids.begin(), split);
+        work.forced.emplace_back(split, s.ids.end());
         out[members[start + r]].rule = rule;
       }
-      // Step `step`'s logits predict ids[step + 1].
+      // Step `step`'s logits predict ids[prompt + step].
       work.on_step_logits = [&](int64_t first_row, int step, const Tensor& logits) {
         const int64_t vocab = logits.dim(1);
         for (int64_t r = 0; r < logits.dim(0); ++r) {
           const size_t row = static_cast<size_t>(first_row + r);
           if (row >= n) continue;  // a copy filling the pipeline's block
           const ScoredSequence& s = sequences[members[start + row]];
-          const size_t target = static_cast<size_t>(step) + 1;
+          const size_t target = prompt + static_cast<size_t>(step);
           if (target < s.first_scored || target >= s.ids.size()) continue;
           out[members[start + row]].nll.push_back(
               token_nll(logits.data<float>() + r * vocab, vocab, s.ids[target]));

@@ -62,6 +62,9 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
 
 void average_over_heads(Tensor& scores);
 
+void window_attention_scores(const Tensor& q, const Tensor& k, const std::vector<int32_t>& pad,
+                             float scale, int window, int pool, Tensor& scores);
+
 void copy(const Tensor& src, Tensor& dst);
 
 // The pieces `ranges` of `src` packed one after another into `dst` (the CUDA twin gathers device

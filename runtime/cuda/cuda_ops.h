@@ -66,6 +66,9 @@ void evict_lowest_score(const Tensor& scores, const Tensor& slot_pos,
 
 void average_over_heads(Tensor& scores);
 
+void window_attention_scores(const Tensor& q, const Tensor& k, const std::vector<int32_t>& pad,
+                             float scale, int window, int pool, Tensor& scores);
+
 // Copies on the current stream of the receiving device (the source's for a copy to the host),
 // ordered after the source device's queued work when the two are different GPUs; waits for the
 // copy when either end is host memory. Makes the devices current itself.

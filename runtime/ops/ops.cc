@@ -276,6 +276,27 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
   H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum);
 }
 
+void window_attention_scores(const Tensor& q, const Tensor& k, const std::vector<int32_t>& pad,
+                             float scale, int window, int pool, Tensor& scores) {
+  const char* op = "window_attention_scores";
+  expect(q, DType::F32, 4, op, "q");
+  expect(k, DType::F32, 4, op, "k");
+  expect(scores, DType::F32, 3, op, "scores");
+  const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), kvh = k.dim(2);
+  H2OFLEX_CHECK(k.dim(0) == b && k.dim(1) == s && k.dim(3) == q.dim(3), op, ": k ",
+                shape_str(k.shape()), " for q ", shape_str(q.shape()));
+  H2OFLEX_CHECK(kvh > 0 && h % kvh == 0, op, ": ", h, " query heads over ", kvh, " KV heads");
+  H2OFLEX_CHECK(scores.shape() == (Shape{b, kvh, s}), op, ": scores ", shape_str(scores.shape()),
+                " must be ", shape_str(Shape{b, kvh, s}));
+  H2OFLEX_CHECK(static_cast<int64_t>(pad.size()) == b, op, ": pad size");
+  for (int32_t p : pad) H2OFLEX_CHECK(p >= 0 && p < s, op, ": pad ", p);
+  H2OFLEX_CHECK(window >= 1 && pool >= 1 && pool % 2 == 1, op, ": window ", window, ", pool ",
+                pool);
+  same_device(q, k, op);
+  same_device(q, scores, op);
+  H2OFLEX_DISPATCH(q, window_attention_scores, q, k, pad, scale, window, pool, scores);
+}
+
 void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob) {

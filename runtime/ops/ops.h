@@ -75,6 +75,15 @@ void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
 
+// SnapKV's prefill statistic: what the last `window` real queries attend to, pooled.
+//   q: [b, s, h, d] f32; k: [b, s, kvh, d] f32, left-padded as for attention_prefill.
+//   scores [b, kvh, s] f32: per KV head, raw[j] = Σ over its query heads and over the window's
+//   queries i (the last min(window, real) real rows) of causal softmax P[i, j]; then each key
+//   before the window gets the maximum of raw over its neighbours j - pool/2 .. j + pool/2 before
+//   the window (1-D max pooling, `pool` odd), keys in the window keep raw, padding 0.
+void window_attention_scores(const Tensor& q, const Tensor& k, const std::vector<int32_t>& pad,
+                             float scale, int window, int pool, Tensor& scores);
+
 // Single-token attention over cached slots plus the new token, grouped-query when kvh < h.
 //   q: [b, h, d] f32; k_new, v_new: [b, kvh, d] f32 with h % kvh == 0. k_cache, v_cache:
 //   [b, kvh, cap, d]; slot_pos [b, kvh, cap] i32 (a slot takes part iff its position >= 0).

@@ -104,6 +104,11 @@ TEST_F(EvalCommandTest, PerplexityBadInputIsRefusedWithoutAResult) {
   o = options("t.txt", "r.json");
   o.overrides = {"kv={policy: h2o, heavy_ratio: 0.7, recent_ratio: 0.7}"};
   refused(o, "kv.heavy_ratio + kv.recent_ratio");
+  o = options("t.txt", "r.json");
+  o.overrides = {"kv={policy: snapkv, heavy_ratio: 0.1, recent_ratio: 0.1}"};
+  refused(o, "use --context prefill");
+  o.context = "chunks";
+  refused(o, "--context 'chunks'");
 }
 
 TEST_F(EvalCommandTest, ChoiceScoresFollowLmEvalHarness) {

@@ -126,6 +126,39 @@ TEST(EvalScoring, RatiosAreFractionsOfEachSequence) {
   EXPECT_EQ(got[1].rule.heavy + got[1].rule.recent, 4);
 }
 
+// With the context prefilled, the full cache scores the continuation as streaming does (the
+// prefill's blocked attention rounds differently from decode's); SnapKV, which selects only
+// there, equals the full cache when its budget covers the context and changes the scores when
+// it does not.
+TEST(EvalScoring, PrefilledContextAndSnapKv) {
+  auto seqs = random_sequences(6, {40, 40, 40}, 1000);
+  for (auto& s : seqs) s.first_scored = 24;
+  const auto streamed = score(fixture_config("tiny-preln"), seqs);
+  const RunConfig full = fixture_config("tiny-preln");
+  const ModelSource src = open_model_source(full.model, false, 0);
+  auto run = [&](const std::string& kv) {
+    RunConfig c = fixture_config("tiny-preln", kv);
+    generate::BlockEngine engine(c, src);
+    return score_sequences(seqs, c.kv_policy, engine, ContextReading::Prefill);
+  };
+  const auto prefilled = run("{policy: full}");
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(prefilled[i].nll.size(), 16u);
+    for (size_t t = 0; t < 16; ++t) EXPECT_NEAR(prefilled[i].nll[t], streamed[i].nll[t], 1e-4);
+  }
+  const auto covering = run("{policy: snapkv, heavy_ratio: 0.5, recent_ratio: 0.5}");
+  const auto small = run("{policy: snapkv, heavy_ratio: 0.1, recent_ratio: 0.1}");
+  double diff = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    EXPECT_EQ(covering[i].nll, prefilled[i].nll) << i;
+    for (size_t t = 0; t < 16; ++t) {
+      diff = std::max(diff, std::fabs(small[i].nll[t] - prefilled[i].nll[t]));
+    }
+  }
+  EXPECT_GT(diff, 1e-3);
+  EXPECT_EQ(small[0].rule.capacity(24, 16), 4 + 4 + 16);  // the prompt's 8 plus every new token
+}
+
 class EvalPlacements : public testing_support::ScratchDirTest {};
 
 // The same scores, bit for bit, from the block schedule with the weights and the KV cache on

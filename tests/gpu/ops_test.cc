@@ -596,6 +596,23 @@ TEST(CudaOps, EvictLowestScorePicksTheCpuVictim) {
   EXPECT_EQ(got.data<int32_t>()[3 * h], -1);
 }
 
+// SnapKV's window statistic: the device's pooled window attention is the CPU twin's (to f32
+// rounding of the softmax), with padding, grouped heads and windows longer than a sequence.
+TEST(CudaOps, WindowAttentionScoresMatchCpu) {
+  H2OFLEX_REQUIRE_CUDA_DEVICE();
+  const int64_t b = 3, s = 300, h = 8, kvh = 2, d = 64;
+  Tensor q = random_tensor({b, s, h, d}, DType::F32, 41);
+  Tensor k = random_tensor({b, s, kvh, d}, DType::F32, 42);
+  const std::vector<int32_t> pad = {0, 17, 290};
+  for (const int window : {1, 32, 64}) {
+    Tensor want = Tensor::zeros({b, kvh, s}, DType::F32);
+    cpu::window_attention_scores(q, k, pad, 0.125f, window, 5, want);
+    Tensor got_dev = cuda::device_zeros({b, kvh, s}, DType::F32);
+    cuda::window_attention_scores(dev(q), dev(k), pad, 0.125f, window, 5, got_dev);
+    EXPECT_LE(normalized_error(host(got_dev), want), 1e-5) << "window " << window;
+  }
+}
+
 // TOVA's shared scores: the device's head average is the CPU twin's, bit for bit.
 TEST(CudaOps, AverageOverHeadsMatchesCpuBitForBit) {
   H2OFLEX_REQUIRE_CUDA_DEVICE();

@@ -251,7 +251,8 @@ struct Engine {
   explicit Engine(const Problem& prob, const std::string& name = "h2o") : p(prob) {
     rule = name == "full" ? policy::kv_rule(name, 0, 0, 0)
                           : policy::kv_rule(name, 0, p.heavy, p.recent);
-    slots = KvSlots::allocate(p.batch, p.kv_heads, p.heavy + p.recent, p.dim, DType::F32);
+    slots =
+        KvSlots::allocate(p.batch, p.kv_heads, rule.capacity(p.prompt, p.gen), p.dim, DType::F32);
   }
 
   // Positions t0..t1-1 of every sequence: [b, t1 - t0, heads, d] from a [b][t][heads][d] array.
@@ -290,7 +291,11 @@ struct Engine {
     Tensor out = Tensor::empty(q.shape(), DType::F32);
     Tensor colsum = Tensor::empty({p.batch, p.kv_heads, p.prompt}, DType::F32);
     std::vector<int32_t> pad(p.pad.begin(), p.pad.end());
-    ops::attention_prefill(q, k, v, pad, 1.0f / std::sqrt(float(p.dim)), out, &colsum);
+    const float scale = 1.0f / std::sqrt(float(p.dim));
+    const bool window = rule.prefill == PrefillStat::WindowPooled;
+    ops::attention_prefill(q, k, v, pad, scale, out, window ? nullptr : &colsum);
+    if (window)
+      ops::window_attention_scores(q, k, pad, scale, p.recent, KvRule::kWindowPool, colsum);
     kv_prefill(rule, k, v, &colsum, pad, slots);
   }
 
@@ -312,7 +317,7 @@ struct Engine {
 
   std::set<int> kept(int b, int g) const {
     std::set<int> s;
-    const int cap = p.heavy + p.recent;
+    const int cap = static_cast<int>(slots.capacity());
     for (int j = 0; j < cap; ++j) {
       const int pos = slots.pos.data<int32_t>()[(b * p.kv_heads + g) * cap + j];
       if (pos >= 0) {

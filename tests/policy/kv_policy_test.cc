@@ -86,7 +86,7 @@ void expect_kind(const KvRule& r, SlotScore score, PrefillStat prefill, DecodeUp
 
 TEST(KvRule, TableHoldsTheKnownPolicies) {
   EXPECT_EQ(kv_policy_names(),
-            (std::vector<std::string>{"full", "h2o", "streaming", "tova", "random"}));
+            (std::vector<std::string>{"full", "h2o", "streaming", "tova", "snapkv", "random"}));
 }
 
 TEST(KvRule, FullKeepsEveryToken) {
@@ -253,9 +253,9 @@ TEST(KvPolicy, ErrorsNameTheKeyAndLine) {
   EXPECT_NE(sum.find("(line 3)"), std::string::npos) << sum;
   const std::string unknown =
       error_of([] { parse_kv_policy(YAML::Load("x: 1\nkv: {policy: lru}\n")["kv"]); });
-  EXPECT_NE(
-      unknown.find("kv.policy: 'lru' is not a kv policy (full, h2o, streaming, tova, random)"),
-      std::string::npos)
+  EXPECT_NE(unknown.find(
+                "kv.policy: 'lru' is not a kv policy (full, h2o, streaming, tova, snapkv, random)"),
+            std::string::npos)
       << unknown;
   EXPECT_NE(unknown.find("(line 2)"), std::string::npos) << unknown;
   EXPECT_NE(error_of([] {
@@ -284,8 +284,8 @@ TEST(KvPolicy, ErrorsNameTheKeyAndLine) {
             }).find("rows[0].kv.heavy_ratio: 2 is not a fraction"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_kv_spec("lru:1,2"); })
-                .find("expected full, h2o:HEAVY,RECENT, streaming:SINK,RECENT, tova:HEAVY,RECENT "
-                      "or random:HEAVY,RECENT"),
+                .find("expected full, h2o:HEAVY,RECENT, streaming:SINK,RECENT, tova:HEAVY,RECENT, "
+                      "snapkv:HEAVY,RECENT or random:HEAVY,RECENT"),
             std::string::npos);
   EXPECT_NE(error_of([] { parse_kv_spec("full:1,2"); }).find("takes no parameters"),
             std::string::npos);
