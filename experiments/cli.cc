@@ -127,7 +127,8 @@ int cli_main(int argc, char** argv) {
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);
 
   EvalOptions eval;
-  const EvalCli eval_cli = add_eval_subcommand(app, eval);
+  EvalCli eval_cli;
+  add_eval_subcommand(app, eval, eval_cli);
 
   try {
     app.parse(argc, argv);

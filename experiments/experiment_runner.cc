@@ -224,7 +224,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       if (sec.is_auto) {
         H2OFLEX_INPUT_CHECK(shape, cpath, ".policy: auto needs a model the cost model knows (",
                             rr.note, ")");
-        pol = plan_policy(*shape, hw, row.prompt_len, row.gen_len, kv, limits);
+        pol =
+            plan_policy(*shape, hw, row.prompt_len, row.gen_len, kv, limits, sec.allow_compression);
         config["policy"] = policy_node(pol);
       } else {
         pol = sec.policy;
@@ -434,12 +435,17 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
 }
 
 std::string write_plot(const std::string& results_json_path, const std::string& png_path) {
+  return write_plot_with(kPlotScript, "plot.py", results_json_path, png_path);
+}
+
+std::string write_plot_with(const char* script_text, const std::string& script_name,
+                            const std::string& results_json_path, const std::string& png_path) {
   namespace fs = std::filesystem;
-  const fs::path script = fs::path(results_json_path).parent_path() / "plot.py";
+  const fs::path script = fs::path(results_json_path).parent_path() / script_name;
   {
     std::ofstream out(script);
     if (!out) return "cannot write " + script.string();
-    out << kPlotScript;
+    out << script_text;
   }
   // Debian's python3-matplotlib lives under /usr/bin/python3, which a python3 earlier on PATH
   // (a virtualenv, pyenv) may hide.

@@ -64,6 +64,10 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
                             bool predict_only);
 // Writes a PNG with python3 + matplotlib; returns "" or why no plot was made.
 std::string write_plot(const std::string& results_json_path, const std::string& png_path);
+// The same with another matplotlib script (`script` is its text, written beside the results as
+// `script_name` so the plot can be redrawn by hand).
+std::string write_plot_with(const char* script, const std::string& script_name,
+                            const std::string& results_json_path, const std::string& png_path);
 
 // Why this machine cannot run a row ("" if it can), from the profile and the estimate.
 std::string machine_skip_reason(const policy::HardwareProfile& hw,

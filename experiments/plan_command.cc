@@ -26,9 +26,11 @@ policy::ModelShape model_shape_for(const std::string& model, double weight_bytes
 
 policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
                            int prompt_len, int gen_len, const policy::KvPolicy& kv,
-                           const policy::HardwareLimits& limits) {
+                           const policy::HardwareLimits& limits, bool allow_compression) {
   policy::Workload w{prompt_len, gen_len, kv};
-  const policy::SearchResult r = policy::search_policy(model, hw, w, limits);
+  policy::SearchOptions search;
+  search.allow_compression = allow_compression;
+  const policy::SearchResult r = policy::search_policy(model, hw, w, limits, search);
   H2OFLEX_INPUT_CHECK(r.found, "policy: auto: no policy fits ", model.name, " (prompt ", prompt_len,
                       ", gen ", gen_len, ", kv ", kv.summary(), ") on ", hw.name, ": ", r.why_not);
   return r.policy;

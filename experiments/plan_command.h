@@ -31,9 +31,11 @@ policy::ModelShape model_shape_for(const std::string& model, double weight_bytes
 
 // Best policy within the profile's memory (times its usable_fraction) and `limits`.
 // Throws InputError when nothing fits, naming the tier that does not.
+// `allow_compression` lets it choose 4-bit weights / KV cache too.
 policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
                            int prompt_len, int gen_len, const policy::KvPolicy& kv,
-                           const policy::HardwareLimits& limits = {});
+                           const policy::HardwareLimits& limits = {},
+                           bool allow_compression = false);
 
 // Prints the plan (batch shape, percentages, delegation, predicted throughput, per-tier
 // memory) to stdout; returns the exit code.

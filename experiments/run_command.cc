@@ -42,7 +42,7 @@ std::vector<std::vector<int32_t>> seeded_prompts(const RunConfig& c, int64_t voc
 // `policy: auto`: the planner's best policy for this model, workload and the run's budgets on
 // the config's hardware profile. Sets spec.policy; returns what was planned, for the result.
 nlohmann::json plan_run_policy(const RunConfig& c, const DecoderModel& model, DType wdtype,
-                               PipelineSpec& spec) {
+                               bool allow_compression, PipelineSpec& spec) {
   H2OFLEX_INPUT_CHECK(!c.hardware_profile.empty(), c.source,
                       ": policy: auto needs the key 'hardware_profile' (a profile written by "
                       "`h2oflex profile --out hw.yaml`, e.g. experiments/hardware/local_cpu.yaml)");
@@ -51,16 +51,14 @@ nlohmann::json plan_run_policy(const RunConfig& c, const DecoderModel& model, DT
   // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
   const policy::ModelShape shape =
       model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0);
-  spec.policy = plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, spec.limits);
+  spec.policy = plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, spec.limits, allow_compression);
   const policy::CostEstimate e =
       policy::estimate_cost(shape, hw, spec.policy, {c.prompt_len, c.gen_len, kv});
   std::printf("policy: auto -> %s (planned on %s; predicted total %.3f token/s)\n",
               spec.policy.summary().c_str(), hw.name.c_str(), e.total_tok_s);
-  return {{"hardware_profile", c.hardware_profile},
-          {"hardware", hw.name},
-          {"predicted_total_tok_s", e.total_tok_s},
-          {"predicted_prefill_tok_s", e.prefill_tok_s},
-          {"predicted_decode_tok_s", e.decode_tok_s}};
+  return {{"hardware_profile", c.hardware_profile},   {"hardware", hw.name},
+          {"predicted_total_tok_s", e.total_tok_s},   {"predicted_prefill_tok_s", e.prefill_tok_s},
+          {"predicted_decode_tok_s", e.decode_tok_s}, {"allow_compression", allow_compression}};
 }
 
 nlohmann::json phase(double latency, double tokens) {
@@ -196,7 +194,9 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     if (c.has_policy()) {
       const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
       spec.policy = section.policy;
-      if (section.is_auto) r["policy_auto"] = plan_run_policy(c, model, wdtype, spec);
+      if (section.is_auto) {
+        r["policy_auto"] = plan_run_policy(c, model, wdtype, section.allow_compression, spec);
+      }
     } else {
       spec.policy.gpu_batch_size = static_cast<int>(prompts.size());
       spec.policy.w_gpu = spec.policy.cache_gpu = spec.policy.act_gpu = 100;

@@ -42,7 +42,7 @@ constexpr PolicyRow kPolicies[] = {
     {"h2o", SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Accumulate, Count::Unused,
      Count::RatioOrTokens, Count::RatioOrTokens},
     {"streaming", SlotScore::Position, PrefillStat::None, DecodeUpdate::None, Count::Tokens,
-     Count::Unused, Count::Tokens},
+     Count::Unused, Count::RatioOrTokens},
     {"tova", SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace, Count::Unused,
      Count::RatioOrTokens, Count::RatioOrTokens, VictimScope::Layer},
     // SnapKV: the prompt's tokens most attended to by its last `recent` queries (pooled), plus

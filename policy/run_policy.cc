@@ -121,6 +121,18 @@ PolicySection parse_policy_section(const YAML::Node& node, const std::string& pa
     s.is_auto = true;
     return s;
   }
+  if (node.IsMap() && node["auto"]) {
+    require_mapping(node, path, {"auto", "allow_compression"});
+    H2OFLEX_INPUT_CHECK(read_bool(node["auto"], key_path(path, "auto")), key_path(path, "auto"),
+                        ": false is no policy (give the policy's keys instead)",
+                        line_of(node["auto"]));
+    s.is_auto = true;
+    if (node["allow_compression"]) {
+      s.allow_compression =
+          read_bool(node["allow_compression"], key_path(path, "allow_compression"));
+    }
+    return s;
+  }
   s.policy = parse_policy(node, path);
   return s;
 }

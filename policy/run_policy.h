@@ -43,9 +43,12 @@ struct HardwareLimits {
   std::string disk_path;
 };
 
-// The `policy:` section: a fixed policy, or `auto` (ask the planner).
+// The `policy:` section: a fixed policy, or `auto` (ask the planner) — written `policy: auto`,
+// or `policy: {auto: true, allow_compression: true}` to let the planner choose 4-bit weights or
+// KV cache too (lossy, so only when asked).
 struct PolicySection {
   bool is_auto = false;
+  bool allow_compression = false;  // auto only
   Policy policy;
 };
 

@@ -1,5 +1,7 @@
 #include "experiments/eval/eval_cli.h"
 
+#include "experiments/eval/quality_suite.h"
+
 namespace h2oflex {
 
 namespace {
@@ -26,14 +28,14 @@ void add_common(CLI::App* cmd, EvalOptions& o) {
 int EvalCli::run(const EvalOptions& options) const {
   if (perplexity->parsed()) return run_eval_perplexity(options);
   if (choice->parsed()) return run_eval_choice(options);
+  if (suite->parsed()) return eval::run_quality_suite(suite_path, suite_out);
   return -1;
 }
 
-EvalCli add_eval_subcommand(CLI::App& app, EvalOptions& o) {
+void add_eval_subcommand(CLI::App& app, EvalOptions& o, EvalCli& cli) {
   CLI::App* eval = app.add_subcommand(
       "eval", "what a KV policy costs in quality: perplexity of a text, multiple-choice accuracy");
   eval->require_subcommand(1);
-  EvalCli cli;
   cli.perplexity = eval->add_subcommand(
       "perplexity",
       "stream a text through the model with the KV policy evicting token by token; per-token "
@@ -54,7 +56,10 @@ EvalCli add_eval_subcommand(CLI::App& app, EvalOptions& o) {
                    "\"answer\": i}; bad lines go to OUT.errors.jsonl")
       ->required();
   add_common(cli.choice, o);
-  return cli;
+  cli.suite = eval->add_subcommand(
+      "suite", "the quality table: every policy at every budget on every task of a suite");
+  cli.suite->add_option("suite", cli.suite_path, "quality suite YAML")->required();
+  cli.suite->add_option("--out", cli.suite_out, "output directory")->required();
 }
 
 }  // namespace h2oflex

@@ -10,11 +10,15 @@ namespace h2oflex {
 struct EvalCli {
   CLI::App* perplexity = nullptr;
   CLI::App* choice = nullptr;
+  CLI::App* suite = nullptr;
+  std::string suite_path, suite_out;
   // After parsing: runs the mode that was parsed; -1 when `eval` was not.
   int run(const EvalOptions& options) const;
 };
 
 // Adds `eval` with its two modes to `app`, parsing into `options` (which must outlive parsing).
-EvalCli add_eval_subcommand(CLI::App& app, EvalOptions& options);
+// The returned EvalCli must stay where it is until parsing is done (the suite's flags point
+// into it).
+void add_eval_subcommand(CLI::App& app, EvalOptions& options, EvalCli& cli);
 
 }  // namespace h2oflex

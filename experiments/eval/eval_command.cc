@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "experiments/eval/choice_tasks.h"
+#include "experiments/eval/eval_setup.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/error_report.h"
@@ -23,49 +24,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Eval's defaults: f32 compute, so a quality figure does not depend on which type the machine
-// computes fastest in; a block of 16 sequences.
-constexpr int kDefaultBatchSize = 16;
-
-// What every eval mode opens: the config, the tokenizer, the model and its engine.
-struct EvalSetup {
-  RunConfig config;
-  BpeTokenizer tokenizer;
-  ModelSource source;
-  std::unique_ptr<generate::BlockEngine> engine;
-  int32_t bos = 0;
-
-  EvalSetup(const EvalOptions& o, const std::string& command)
-      : config(load_job_config({command, o.config_path, o.model_dir, o.overrides},
-                               [](YAML::Node& root) {
-                                 if (!root["compute_dtype"]) root["compute_dtype"] = "f32";
-                                 if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
-                               })),
-        tokenizer((check_run_paths(config), load_job_tokenizer(config.model, command))),
-        source(open_model_source(config.model, config.dummy, config.seed)) {
-    const DecoderModel& m = *source.model;
-    H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
-                        config.model, "': the tokenizer has ", tokenizer.vocab_size(),
-                        " ids but the model's vocabulary only ", m.vocab());
-    // Every sequence starts from the token the tokenizer puts first, or the model's BOS
-    // (GPT-NeoX tokenizers prepend nothing; lm-eval-harness then starts from end-of-text).
-    bos = tokenizer.bos_to_prepend().value_or(m.special_tokens().bos);
-    std::fprintf(stderr, "%s: loading %s ...\n", command.c_str(), source.description.c_str());
-    engine = std::make_unique<generate::BlockEngine>(config, source);
-    std::fprintf(stderr, "%s: %s\n", command.c_str(), engine->describe().c_str());
-  }
-};
-
-// --context, refused for a policy it would make meaningless: SnapKV selects only at a prefill,
-// so streamed from the BOS it would keep everything and score as the full cache.
-eval::ContextReading context_reading(const EvalOptions& o, const policy::KvPolicy& kv) {
-  H2OFLEX_INPUT_CHECK(o.context == "stream" || o.context == "prefill", "--context '", o.context,
-                      "': expected stream or prefill");
-  const bool prefill = o.context == "prefill";
-  H2OFLEX_INPUT_CHECK(prefill || !kv.resolve(2, 0).prefill_only, "kv policy '", kv.policy,
-                      "' selects only at a prefill; streamed token by token it would keep "
-                      "everything: use --context prefill");
-  return prefill ? eval::ContextReading::Prefill : eval::ContextReading::Stream;
+// The config of a single eval command: the file, --set, --model, then eval's defaults.
+eval::EvalSetup open_eval(const EvalOptions& o, const std::string& command) {
+  return eval::EvalSetup(load_job_config({command, o.config_path, o.model_dir, o.overrides},
+                                         eval::apply_eval_defaults),
+                         command);
 }
 
 void check_input_file(const std::string& path, const char* flag) {
@@ -102,23 +65,15 @@ void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
   if (!o.json_out.empty()) write_file_atomically(o.json_out, j.dump(2) + "\n");
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  H2OFLEX_INPUT_CHECK(in.good(), "cannot read --text '", path, "'");
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
 }  // namespace
 
 int run_eval_perplexity(const EvalOptions& o) {
   check_input_file(o.input, "--text");
   check_output_paths({{"--text", o.input}, {"--config", o.config_path}}, {{"--json", o.json_out}});
-  const std::string text = read_text(o.input);
+  const std::string text = eval::read_text_file(o.input, "--text");
   H2OFLEX_INPUT_CHECK(!text.empty(), "--text '", o.input, "' is empty");
-  EvalSetup s(o, "eval perplexity");
-  const eval::ContextReading reading = context_reading(o, s.config.kv_policy);
+  eval::EvalSetup s = open_eval(o, "eval perplexity");
+  const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
   const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
   H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
   const int64_t context = s.source.model->max_positions();
@@ -170,8 +125,8 @@ int run_eval_choice(const EvalOptions& o) {
   generate::write_error_report(errors, parsed.errors);
   H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
                       parsed.errors.size(), " bad lines, reported in ", errors, ")");
-  EvalSetup s(o, "eval choice");
-  const eval::ContextReading reading = context_reading(o, s.config.kv_policy);
+  eval::EvalSetup s = open_eval(o, "eval choice");
+  const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
 
   Stopwatch watch;
   const eval::ChoiceResult r = eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos,

@@ -78,5 +78,46 @@ TEST(PolicyAuto, NeedsAHardwareProfile) {
   EXPECT_THROW(run_experiment_config(parse_run_config(n, "cfg.yaml")), InputError);
 }
 
+// Compression is lossy, so the planner considers it only when the section asks:
+// `policy: {auto: true, allow_compression: true}` runs what plan_policy(..., true) picks.
+TEST(PolicyAuto, CompressionOnlyWhenAllowed) {
+  const auto section = [](const char* yaml) {
+    return policy::parse_policy_section(YAML::Load(yaml), "policy");
+  };
+  EXPECT_FALSE(section("auto").allow_compression);
+  EXPECT_TRUE(section("{auto: true}").is_auto);
+  EXPECT_TRUE(section("{auto: true, allow_compression: true}").allow_compression);
+  for (const auto& [yaml, key] : std::vector<std::pair<const char*, const char*>>{
+           {"{auto: false}", "policy.auto"},
+           {"{auto: true, colour: red}", "colour"},
+           {"{gpu_batch_size: 2, allow_compression: true}", "allow_compression"}}) {
+    try {
+      section(yaml);
+      ADD_FAILURE() << "accepted " << yaml;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  YAML::Node n = YAML::Load(
+      "{model: opt-125m, prompt_len: 8, gen_len: 2, policy: {auto: true, allow_compression: "
+      "true}, hardware: {device_mem: 128MiB, host_mem: 2GiB}}");
+  n["hardware_profile"] = kProfile;
+  const RunConfig c = parse_run_config(n, "cfg.yaml");
+  const double wbytes = resolve_compute_type("auto") == ops::ComputeType::BF16 ? 2 : 4;
+  policy::HardwareLimits limits;
+  limits.device_mem = 128ull << 20;
+  limits.host_mem = 2ull << 30;
+  const policy::Policy want =
+      plan_policy(model_shape_for("opt-125m", wbytes, 4), policy::load_hardware_profile(kProfile),
+                  8, 2, policy::KvPolicy{}, limits, /*allow_compression=*/true);
+  testing::internal::CaptureStdout();
+  const nlohmann::json r = run_experiment_config(c);
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(r["policy_auto"]["allow_compression"], true);
+  EXPECT_EQ(r["policy"]["compress_weight"].get<bool>(), want.compress_weight);
+  EXPECT_EQ(r["policy"]["compress_cache"].get<bool>(), want.compress_cache);
+  EXPECT_EQ(r["batch_size"].get<int>(), want.block_size());
+}
+
 }  // namespace
 }  // namespace h2oflex

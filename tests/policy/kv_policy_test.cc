@@ -77,11 +77,13 @@ TEST(KvPolicy, CommandLineSpec) {
 
 // ---- the table: each policy's resolved rule, against the definitions in the papers ----
 
-void expect_kind(const KvRule& r, SlotScore score, PrefillStat prefill, DecodeUpdate update) {
+void expect_kind(const KvRule& r, SlotScore score, PrefillStat prefill, DecodeUpdate update,
+                 VictimScope scope = VictimScope::PerHead, bool prefill_only = false) {
   EXPECT_EQ(r.score, score) << r.name();
   EXPECT_EQ(r.prefill, prefill) << r.name();
   EXPECT_EQ(r.update, update) << r.name();
-  EXPECT_EQ(r.scope, VictimScope::PerHead) << r.name();
+  EXPECT_EQ(r.scope, scope) << r.name();
+  EXPECT_EQ(r.prefill_only, prefill_only) << r.name();
 }
 
 TEST(KvRule, TableHoldsTheKnownPolicies) {
@@ -136,12 +138,40 @@ TEST(KvRule, TovaReplacesScoresByTheLastQuery) {
       parse_kv_policy(YAML::Load("{policy: tova, heavy_ratio: 0.25, recent_tokens: 3}"))
           .resolve(64, 16);
   EXPECT_EQ(r.name(), "tova");
-  expect_kind(r, SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace);
+  // One kept set per layer: the scores are averaged over the layer's heads (TOVA's paper).
+  expect_kind(r, SlotScore::Attention, PrefillStat::ColumnSum, DecodeUpdate::Replace,
+              VictimScope::Layer);
   EXPECT_TRUE(r.uses_attention_scores());
+  EXPECT_TRUE(r.decode_scores());
   EXPECT_EQ(r.sinks, 0);
   EXPECT_EQ(r.heavy, 16);
   EXPECT_EQ(r.recent, 3);
   EXPECT_EQ(r.capacity(64, 16), 19);
+}
+
+// SnapKV selects once, by its observation window's pooled attention, and keeps every new token.
+TEST(KvRule, SnapKvSelectsAtPrefillAndGrows) {
+  const KvRule r =
+      parse_kv_policy(YAML::Load("{policy: snapkv, heavy_ratio: 0.1, recent_tokens: 32}"))
+          .resolve(512, 64);
+  expect_kind(r, SlotScore::Attention, PrefillStat::WindowPooled, DecodeUpdate::None,
+              VictimScope::PerHead, /*prefill_only=*/true);
+  EXPECT_TRUE(r.uses_attention_scores());
+  EXPECT_FALSE(r.decode_scores());
+  EXPECT_EQ(r.heavy, 51);
+  EXPECT_EQ(r.recent, 32);
+  EXPECT_EQ(r.capacity(512, 64), 51 + 32 + 64);
+}
+
+// The control: a fixed draw per position, no attention at all.
+TEST(KvRule, RandomRanksByAFixedDraw) {
+  const KvRule r = parse_kv_spec("random:0.1,0.1").resolve(100, 10);
+  expect_kind(r, SlotScore::Random, PrefillStat::None, DecodeUpdate::None);
+  EXPECT_FALSE(r.uses_attention_scores());
+  EXPECT_EQ(r.capacity(100, 10), 20);
+  EXPECT_EQ(r.fixed_score(17), r.fixed_score(17));
+  EXPECT_NE(r.fixed_score(17), r.fixed_score(18));
+  EXPECT_EQ(kv_rule("streaming", 1, 0, 1).fixed_score(17), 17.0f);  // streaming: the position
 }
 
 TEST(KvRule, DirectCountsMustBeOnesThePolicyTakes) {
@@ -169,7 +199,8 @@ TEST(KvPolicy, MappingAndCommandLineAgree) {
       {"{policy: h2o, heavy_ratio: 1, recent_tokens: 2}", "h2o:1,2"},
       {"{policy: streaming, sink_tokens: 4, recent_tokens: 60}", "streaming:4,60"},
       {"{policy: streaming, sink_tokens: 0, recent_tokens: 8}", "streaming:0,8"},
-      {"{policy: streaming, sink_tokens: 1, recent_tokens: 1}", "streaming:1,1"},
+      {"{policy: streaming, sink_tokens: 1, recent_tokens: 2}", "streaming:1,2"},
+      {"{policy: streaming, sink_tokens: 4, recent_ratio: 0.2}", "streaming:4,0.2"},
       {"{policy: tova, heavy_ratio: 0.3, recent_tokens: 4}", "tova:0.3,4"},
   };
   for (const auto& p : pairs) {
@@ -189,10 +220,11 @@ TEST(KvPolicy, MappingAndCommandLineAgree) {
       EXPECT_EQ(ra.capacity(prompt, 8), rb.capacity(prompt, 8)) << p.spec;
     }
   }
-  // Integers above 1 are token counts, 1 and below fractions; streaming takes counts only.
+  // Integers above 1 are token counts, 1 and below fractions; sinks are counts only.
   EXPECT_EQ(parse_kv_spec("h2o:1,2").heavy_ratio, 1.0);
   EXPECT_EQ(parse_kv_spec("h2o:1,2").recent_tokens, 2);
-  EXPECT_EQ(parse_kv_spec("streaming:1,1").recent_tokens, 1);
+  EXPECT_EQ(parse_kv_spec("streaming:1,1").sink_tokens, 1);
+  EXPECT_EQ(parse_kv_spec("streaming:1,1").recent_ratio, 1.0);
 }
 
 TEST(KvPolicy, BothFormsRefuseTheSameInputNamingTheKey) {
@@ -209,8 +241,7 @@ TEST(KvPolicy, BothFormsRefuseTheSameInputNamingTheKey) {
        "kv.heavy_tokens"},
       {"{policy: tova, heavy_ratio: 0.9, recent_ratio: 0.2}", "tova:0.9,0.2",
        "kv.heavy_ratio + kv.recent_ratio"},
-      {"{policy: streaming, sink_tokens: 4, recent_tokens: 0}", "streaming:4,0",
-       "kv.recent_tokens"},
+      {"{policy: streaming, sink_tokens: 4, recent_tokens: 0}", "streaming:4,0", "kv.recent_"},
       {"{policy: streaming, sink_tokens: -1, recent_tokens: 4}", "streaming:-1,4",
        "kv.sink_tokens"},
       {"{policy: streaming, sink_tokens: 1.5, recent_tokens: 4}", "streaming:1.5,4",
@@ -259,8 +290,8 @@ TEST(KvPolicy, ErrorsNameTheKeyAndLine) {
       << unknown;
   EXPECT_NE(unknown.find("(line 2)"), std::string::npos) << unknown;
   EXPECT_NE(error_of([] {
-              parse_kv_policy(YAML::Load("{policy: streaming, sink_tokens: 4, recent_ratio: 0.1}"));
-            }).find("kv.recent_ratio: not used by kv policy 'streaming'"),
+              parse_kv_policy(YAML::Load("{policy: streaming, sink_tokens: 4, heavy_ratio: 0.1}"));
+            }).find("kv.heavy_ratio: not used by kv policy 'streaming'"),
             std::string::npos);
   EXPECT_NE(error_of([] {
               parse_kv_policy(

@@ -1,0 +1,329 @@
+#include "experiments/eval/quality_suite.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/eval/choice_tasks.h"
+#include "experiments/eval/eval_setup.h"
+#include "experiments/eval/perplexity.h"
+#include "experiments/experiment_runner.h"
+#include "experiments/output_paths.h"
+#include "policy/yaml_fields.h"
+#include "runtime/core/error.h"
+#include "runtime/core/timer.h"
+
+namespace h2oflex::eval {
+
+namespace fs = std::filesystem;
+using policy::key_path;
+using policy::read_double;
+using policy::read_int;
+using policy::read_string;
+using policy::require_mapping;
+
+namespace {
+
+std::string resolve(const std::string& suite_path, const std::string& p) {
+  const fs::path path(p);
+  return path.is_absolute()
+             ? p
+             : (fs::path(suite_path).parent_path() / path).lexically_normal().string();
+}
+
+// Matplotlib script written beside results.json: one panel per task, its metric against the
+// budget for each policy, the full cache as a dashed line.
+constexpr const char* kQualityPlot =
+    R"PY(# Redraws quality.png from results.json: python3 quality_plot.py results.json quality.png
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+doc = json.load(open(sys.argv[1]))
+tasks = doc["tasks"]
+fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.6), squeeze=False)
+for ax, task in zip(axes[0], tasks):
+    key = "perplexity" if task["kind"] == "perplexity" else "acc"
+    for pol in doc["policies"]:
+        cells = [c for c in doc["cells"] if c["policy"] == pol and c["task"] == task["name"] and key in c]
+        if not cells:
+            continue
+        if cells[0]["budget"] is None:
+            ax.axhline(cells[0][key], color="black", linestyle="--", label=pol)
+        else:
+            ax.plot([c["budget"] for c in cells], [c[key] for c in cells], marker="o", label=pol)
+    ax.set_xlabel("KV budget (fraction of the sequence)")
+    ax.set_ylabel(key)
+    ax.set_title(task["name"])
+    if key == "perplexity":
+        ax.set_yscale("log")
+axes[0][0].legend(fontsize=7)
+fig.suptitle(doc["suite"] + ": " + doc["model"])
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+
+std::string fmt(double v, int digits = 3) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+policy::KvPolicy quality_kv(const QualityPolicy& p, double budget) {
+  YAML::Node kv = YAML::Clone(p.kv);
+  if (p.budgeted) {
+    if (p.has_heavy) kv["heavy_ratio"] = budget * p.heavy;
+    kv["recent_ratio"] = budget * p.recent;
+  }
+  return policy::parse_kv_policy(kv, "kv");
+}
+
+QualitySuite load_quality_suite(const std::string& path) {
+  const YAML::Node root = policy::load_yaml_file(path, "quality suite");
+  const std::string at = path + ": ";
+  require_mapping(root, path,
+                  {"suite", "description", "model", "config", "budgets", "tasks", "policies"});
+  QualitySuite s;
+  s.path = path;
+  H2OFLEX_INPUT_CHECK(root["suite"], at, "suite: (its name) is required");
+  s.name = read_string(root["suite"], at + "suite");
+  if (root["description"]) s.description = read_string(root["description"], at + "description");
+  H2OFLEX_INPUT_CHECK(root["model"], at, "model: (a model directory) is required");
+  s.model = resolve(path, read_string(root["model"], at + "model"));
+  s.config = root["config"] ? YAML::Clone(root["config"]) : YAML::Node(YAML::NodeType::Map);
+  if (root["config"]) require_mapping(s.config, at + "config");
+  H2OFLEX_INPUT_CHECK(!s.config["model"] && !s.config["kv"], at,
+                      "config: holds neither model nor kv (the suite sets them)");
+  H2OFLEX_INPUT_CHECK(root["budgets"] && root["budgets"].IsSequence() && root["budgets"].size() > 0,
+                      at, "budgets: a non-empty list of fractions");
+  for (size_t i = 0; i < root["budgets"].size(); ++i) {
+    const std::string key = at + "budgets[" + std::to_string(i) + "]";
+    const double b = read_double(root["budgets"][i], key);
+    H2OFLEX_INPUT_CHECK(b > 0 && b <= 1, key, ": ", b, " is not a fraction in (0, 1]");
+    s.budgets.push_back(b);
+  }
+  H2OFLEX_INPUT_CHECK(root["tasks"] && root["tasks"].IsSequence() && root["tasks"].size() > 0, at,
+                      "tasks: a non-empty list");
+  for (size_t i = 0; i < root["tasks"].size(); ++i) {
+    const YAML::Node t = root["tasks"][i];
+    const std::string key = at + "tasks[" + std::to_string(i) + "]";
+    require_mapping(t, key, {"name", "perplexity", "choice", "window", "stride", "context"});
+    QualityTask q;
+    H2OFLEX_INPUT_CHECK(t["name"], key, ".name is required");
+    q.name = read_string(t["name"], key_path(key, "name"));
+    H2OFLEX_INPUT_CHECK(!t["perplexity"] != !t["choice"], key,
+                        ": give one of perplexity: TEXT or choice: TASKS.jsonl");
+    q.perplexity = static_cast<bool>(t["perplexity"]);
+    q.input = resolve(path, read_string(q.perplexity ? t["perplexity"] : t["choice"],
+                                        key_path(key, q.perplexity ? "perplexity" : "choice")));
+    H2OFLEX_INPUT_CHECK(fs::is_regular_file(q.input),
+                        key_path(key, q.perplexity ? "perplexity" : "choice"), ": '", q.input,
+                        "' does not exist or is not a file");
+    H2OFLEX_INPUT_CHECK(q.perplexity || (!t["window"] && !t["stride"]), key,
+                        ": window and stride are for perplexity tasks");
+    if (t["window"]) q.window = static_cast<int>(read_int(t["window"], key_path(key, "window")));
+    if (t["stride"]) q.stride = static_cast<int>(read_int(t["stride"], key_path(key, "stride")));
+    if (t["context"]) q.context = read_string(t["context"], key_path(key, "context"));
+    H2OFLEX_INPUT_CHECK(q.context == "stream" || q.context == "prefill", key_path(key, "context"),
+                        ": '", q.context, "' is not stream or prefill");
+    s.tasks.push_back(q);
+  }
+  H2OFLEX_INPUT_CHECK(
+      root["policies"] && root["policies"].IsSequence() && root["policies"].size() > 0, at,
+      "policies: a non-empty list");
+  for (size_t i = 0; i < root["policies"].size(); ++i) {
+    const YAML::Node p = root["policies"][i];
+    const std::string key = at + "policies[" + std::to_string(i) + "]";
+    require_mapping(p, key, {"label", "kv", "heavy", "recent"});
+    QualityPolicy q;
+    H2OFLEX_INPUT_CHECK(p["label"] && p["kv"], key, ": label and kv are required");
+    q.label = read_string(p["label"], key_path(key, "label"));
+    q.kv = YAML::Clone(p["kv"]);
+    require_mapping(q.kv, key_path(key, "kv"));
+    for (const char* k : {"heavy_ratio", "recent_ratio", "heavy_tokens", "recent_tokens"}) {
+      H2OFLEX_INPUT_CHECK(!q.kv[k], key_path(key_path(key, "kv"), k),
+                          ": the suite sets the counts from the budget (give heavy / recent "
+                          "shares instead)");
+    }
+    q.budgeted = p["heavy"] || p["recent"];
+    q.has_heavy = static_cast<bool>(p["heavy"]);
+    if (p["heavy"]) q.heavy = read_double(p["heavy"], key_path(key, "heavy"));
+    if (p["recent"]) q.recent = read_double(p["recent"], key_path(key, "recent"));
+    H2OFLEX_INPUT_CHECK(
+        !q.budgeted || (q.heavy >= 0 && q.recent > 0 && std::fabs(q.heavy + q.recent - 1) < 1e-9),
+        key, ": heavy + recent are shares of the budget: >= 0, recent > 0, sum 1");
+    // Checks the policy once, at the smallest budget, so a bad row fails before any work.
+    quality_kv(q, s.budgets.front());
+    s.policies.push_back(q);
+  }
+  return s;
+}
+
+int run_quality_suite(const std::string& suite_path, const std::string& out_dir) {
+  H2OFLEX_INPUT_CHECK(!out_dir.empty(), "eval suite: --out DIR is required");
+  const QualitySuite suite = load_quality_suite(suite_path);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  H2OFLEX_INPUT_CHECK(!ec, out_dir, ": cannot create output directory: ", ec.message());
+  check_writable_directory(out_dir, "--out");
+
+  YAML::Node root = YAML::Clone(suite.config);
+  root["model"] = suite.model;
+  if (!root["dummy"]) root["dummy"] = false;
+  apply_eval_defaults(root);
+  EvalSetup s(parse_run_config(root, suite.path + ": config"), "eval suite");
+
+  // Inputs read once: a text's tokens, a task file's tasks.
+  std::vector<std::vector<int32_t>> texts(suite.tasks.size());
+  std::vector<ParsedTasks> choices(suite.tasks.size());
+  for (size_t t = 0; t < suite.tasks.size(); ++t) {
+    const QualityTask& task = suite.tasks[t];
+    if (task.perplexity) {
+      texts[t] = s.tokenizer.encode(read_text_file(task.input, task.name), false);
+      H2OFLEX_INPUT_CHECK(!texts[t].empty(), task.input, ": the text has no tokens");
+    } else {
+      choices[t] = read_choice_tasks(task.input);
+      H2OFLEX_INPUT_CHECK(choices[t].errors.empty(), task.input, " line ",
+                          choices[t].errors.empty() ? 0 : choices[t].errors.front().line, ": ",
+                          choices[t].errors.empty() ? "" : choices[t].errors.front().reason);
+    }
+  }
+  const int64_t context = s.source.model->max_positions();
+
+  nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+  for (const QualityPolicy& p : suite.policies) {
+    const std::vector<std::optional<double>> budgets =
+        p.budgeted ? std::vector<std::optional<double>>(suite.budgets.begin(), suite.budgets.end())
+                   : std::vector<std::optional<double>>{std::nullopt};
+    for (const std::optional<double>& budget : budgets) {
+      const policy::KvPolicy kv = quality_kv(p, budget.value_or(1.0));
+      for (size_t t = 0; t < suite.tasks.size(); ++t) {
+        const QualityTask& task = suite.tasks[t];
+        nlohmann::ordered_json c;
+        c["policy"] = p.label;
+        c["budget"] = budget ? nlohmann::ordered_json(*budget) : nlohmann::ordered_json();
+        c["task"] = task.name;
+        c["kv"] = kv.summary();
+        if (kv.resolve(2, 0).prefill_only && task.context == "stream") {
+          c["skipped"] = "selects only at a prefill; this task streams its context";
+          cells.push_back(c);
+          continue;
+        }
+        const ContextReading reading = context_reading(task.context, kv);
+        Stopwatch watch;
+        if (task.perplexity) {
+          const int window = task.window > 0 ? task.window : static_cast<int>(context - 1);
+          const PerplexityResult r =
+              text_perplexity(texts[t], s.bos, window, task.stride > 0 ? task.stride : window, kv,
+                              *s.engine, reading);
+          c["perplexity"] = r.perplexity;
+          c["nll_mean"] = r.nll_mean;
+          c["tokens"] = r.nll.size();
+        } else {
+          const ChoiceResult r =
+              score_choice_tasks(choices[t].tasks, s.tokenizer, s.bos, kv, *s.engine, reading);
+          c["acc"] = r.acc;
+          c["acc_norm"] = r.acc_norm;
+          c["n"] = choices[t].tasks.size();
+        }
+        c["eval_s"] = watch.elapsed();
+        std::fprintf(stderr, "eval suite: %s%s on %s: %s (%.1f s)\n", p.label.c_str(),
+                     budget ? (" @ " + fmt(*budget, 2)).c_str() : "", task.name.c_str(),
+                     task.perplexity ? ("perplexity " + fmt(c["perplexity"].get<double>())).c_str()
+                                     : ("acc " + fmt(c["acc"].get<double>())).c_str(),
+                     c["eval_s"].get<double>());
+        cells.push_back(c);
+      }
+    }
+  }
+
+  // The full cache (a row without budget) is what the others are compared with.
+  auto full_of = [&](const std::string& task, const char* key) -> std::optional<double> {
+    for (const auto& c : cells) {
+      if (c["task"] == task && c["budget"].is_null() && c.contains(key))
+        return c[key].get<double>();
+    }
+    return std::nullopt;
+  };
+  std::ostringstream md, csv;
+  md << "# " << suite.name << "\n\n"
+     << suite.description << "\n\nModel: `" << suite.model << "`; engine: " << s.engine->describe()
+     << ". Budget = the KV slots kept per (layer, head) "
+     << "as a fraction of the scored sequence. Perplexity: lower is better (in brackets: the "
+        "ratio to the full cache); acc / acc_norm: higher is better.\n\n| policy | budget |";
+  csv << "policy,budget,task,kv,perplexity,ratio_to_full,acc,acc_norm\n";
+  for (const QualityTask& t : suite.tasks) md << " " << t.name << " |";
+  md << "\n|---|---|";
+  for (size_t i = 0; i < suite.tasks.size(); ++i) md << "---|";
+  md << "\n";
+  for (size_t i = 0; i < cells.size(); i += suite.tasks.size()) {
+    const auto& first = cells[i];
+    md << "| " << first["policy"].get<std::string>() << " | "
+       << (first["budget"].is_null() ? std::string("—")
+                                     : fmt(100 * first["budget"].get<double>(), 0) + "%")
+       << " |";
+    for (size_t t = 0; t < suite.tasks.size(); ++t) {
+      const auto& c = cells[i + t];
+      std::string cell;
+      std::string ratio, ppl, acc, acc_norm;
+      if (c.contains("skipped")) {
+        cell = "n/a";
+      } else if (c.contains("perplexity")) {
+        const double v = c["perplexity"].get<double>();
+        ppl = fmt(v, 4);
+        cell = fmt(v, 2);
+        if (const auto full = full_of(c["task"], "perplexity")) {
+          ratio = fmt(v / *full, 4);
+          cell += " (" + fmt(v / *full, 3) + "×)";
+        }
+      } else {
+        acc = fmt(c["acc"].get<double>(), 4);
+        acc_norm = fmt(c["acc_norm"].get<double>(), 4);
+        cell = fmt(c["acc"].get<double>(), 3) + " / " + fmt(c["acc_norm"].get<double>(), 3);
+      }
+      md << " " << cell << " |";
+      csv << c["policy"].get<std::string>() << ","
+          << (c["budget"].is_null() ? "" : fmt(c["budget"].get<double>(), 2)) << ","
+          << c["task"].get<std::string>() << "," << c["kv"].get<std::string>() << "," << ppl << ","
+          << ratio << "," << acc << "," << acc_norm << "\n";
+    }
+    md << "\n";
+  }
+  nlohmann::ordered_json doc;
+  doc["suite"] = suite.name;
+  doc["model"] = suite.model;
+  doc["engine"] = s.engine->describe();
+  doc["budgets"] = suite.budgets;
+  nlohmann::ordered_json tasks = nlohmann::ordered_json::array(), labels = tasks;
+  for (const QualityTask& t : suite.tasks) {
+    tasks.push_back({{"name", t.name},
+                     {"kind", t.perplexity ? "perplexity" : "choice"},
+                     {"input", t.input},
+                     {"context", t.context}});
+  }
+  for (const QualityPolicy& p : suite.policies) labels.push_back(p.label);
+  doc["tasks"] = tasks;
+  doc["policies"] = labels;
+  doc["cells"] = cells;
+  const fs::path out(out_dir);
+  write_file_atomically((out / "table.md").string(), md.str());
+  write_file_atomically((out / "table.csv").string(), csv.str());
+  const std::string json_path = (out / "results.json").string();
+  write_file_atomically(json_path, doc.dump(2) + "\n");
+  const std::string why =
+      write_plot_with(kQualityPlot, "quality_plot.py", json_path, (out / "quality.png").string());
+  if (!why.empty()) std::fprintf(stderr, "eval suite: no plot: %s\n", why.c_str());
+  std::fprintf(stderr, "eval suite: wrote %s/{table.md,table.csv,results.json%s}\n",
+               out_dir.c_str(), why.empty() ? ",quality.png" : "");
+  std::fputs(md.str().c_str(), stdout);
+  return 0;
+}
+
+}  // namespace h2oflex::eval

@@ -1,0 +1,52 @@
+// `h2oflex eval suite SUITE.yaml --out DIR`: the quality table of KV policies — every policy at
+// every budget on every task (perplexity of a text, multiple-choice accuracy), on one model and
+// one engine — written as DIR/table.md, table.csv, results.json and quality.png. Schema in
+// experiments/README.md ("Quality suites").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "policy/kv_policy.h"
+
+namespace h2oflex::eval {
+
+struct QualityTask {
+  std::string name;
+  bool perplexity = true;  // else choice
+  std::string input;       // the text or the tasks file (resolved against the suite's directory)
+  int window = 0, stride = 0;  // perplexity; 0 = eval's defaults
+  std::string context = "stream";
+};
+
+struct QualityPolicy {
+  std::string label;
+  YAML::Node kv;                 // the kv: mapping without its counts that scale with the budget
+  bool budgeted = true;  // false: one row, no budget (full)
+  // Shares of the budget: heavy_ratio = budget * heavy (only when `heavy` is given: streaming
+  // takes no heavy count), recent_ratio = budget * recent.
+  bool has_heavy = false;
+  double heavy = 0, recent = 0;
+};
+
+struct QualitySuite {
+  std::string path, name, description;
+  std::string model;  // resolved
+  YAML::Node config;  // run-config fragment for every cell (placement, compute_dtype, ...)
+  std::vector<double> budgets;
+  std::vector<QualityTask> tasks;
+  std::vector<QualityPolicy> policies;
+};
+
+// Errors name the file and the key.
+QualitySuite load_quality_suite(const std::string& path);
+
+// The kv policy of `p` at `budget` (ignored when the policy has none).
+policy::KvPolicy quality_kv(const QualityPolicy& p, double budget);
+
+int run_quality_suite(const std::string& suite_path, const std::string& out_dir);
+
+}  // namespace h2oflex::eval

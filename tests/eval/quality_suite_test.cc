@@ -1,0 +1,98 @@
+// The quality suite on the demo model: one cell per (policy, budget, task), the full cache as the
+// reference row, a budget covering the sequence equal to it for every policy, a prefill-only
+// policy marked n/a on a streamed task, and bad suites refused naming the key.
+#include <gtest/gtest.h>
+
+#include "experiments/eval/quality_suite.h"
+#include "runtime/core/error.h"
+#include "tests/generate/generate_test_support.h"
+
+namespace h2oflex::testing {
+namespace {
+
+using nlohmann::json;
+
+class QualitySuiteTest : public GenerateScratchTest {
+ protected:
+  void write_suite(const std::string& policies, const std::string& extra = "") {
+    write_text(dir() / "t.txt",
+               "The river ran past the old mill, and the miller's daughter watched the water "
+               "turn the wheel. Every morning she counted the sacks of grain.");
+    write_text(
+        dir() / "tasks.jsonl",
+        R"({"id": "a", "context": "The miller's daughter counted the", "choices": [" sacks", " stars"], "answer": 0})"
+        "\n");
+    write_text(dir() / "suite.yaml", "suite: test\nmodel: " + demo_model_dir().string() +
+                                         "\nbudgets: [0.2, 1.0]\n" + extra +
+                                         "tasks:\n"
+                                         "  - {name: text, perplexity: t.txt, window: 20}\n"
+                                         "  - {name: text-prefill, perplexity: t.txt, window: 20, "
+                                         "stride: 10, context: prefill}\n"
+                                         "  - {name: mc, choice: tasks.jsonl, context: prefill}\n"
+                                         "policies:\n" +
+                                         policies);
+  }
+  std::string suite() const { return (dir() / "suite.yaml").string(); }
+};
+
+TEST_F(QualitySuiteTest, TableHoldsEveryCellAndFullBudgetsEqualFull) {
+  write_suite(
+      "  - {label: full, kv: {policy: full}}\n"
+      "  - {label: h2o, kv: {policy: h2o}, heavy: 0.5, recent: 0.5}\n"
+      "  - {label: local, kv: {policy: h2o}, heavy: 0, recent: 1}\n"
+      "  - {label: streaming, kv: {policy: streaming, sink_tokens: 1}, recent: 1}\n"
+      "  - {label: snapkv, kv: {policy: snapkv}, heavy: 0.5, recent: 0.5}\n");
+  ASSERT_EQ(eval::run_quality_suite(suite(), (dir() / "out").string()), 0);
+  const json doc = json::parse(read_text(dir() / "out/results.json"));
+  const json& cells = doc["cells"];
+  ASSERT_EQ(cells.size(), (1 + 4 * 2) * 3u);
+  auto cell = [&](const std::string& policy, double budget, const std::string& task) {
+    for (const json& c : cells) {
+      if (c["policy"] == policy && c["task"] == task &&
+          (c["budget"].is_null() || c["budget"].get<double>() == budget)) {
+        return c;
+      }
+    }
+    ADD_FAILURE() << policy << " " << budget << " " << task;
+    return json();
+  };
+  for (const char* task : {"text", "text-prefill"}) {
+    const double full = cell("full", 0, task)["perplexity"];
+    for (const char* p : {"h2o", "local", "snapkv"}) {
+      if (std::string(p) == "snapkv" && std::string(task) == "text") continue;
+      EXPECT_EQ(cell(p, 1.0, task)["perplexity"].get<double>(), full) << p << " " << task;
+      EXPECT_NE(cell(p, 0.2, task)["perplexity"].get<double>(), full) << p << " " << task;
+    }
+  }
+  EXPECT_EQ(cell("full", 0, "mc")["n"], 1);
+  EXPECT_TRUE(cell("snapkv", 0.2, "text").contains("skipped"));
+  const std::string table = read_text(dir() / "out/table.md");
+  EXPECT_NE(table.find("| snapkv | 20% | n/a |"), std::string::npos) << table;
+  EXPECT_NE(table.find("(1.000×)"), std::string::npos) << table;
+  const std::string csv = read_text(dir() / "out/table.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 27);
+}
+
+TEST_F(QualitySuiteTest, BadSuitesAreRefusedNamingTheKey) {
+  auto refused = [&](const std::string& policies, const std::string& what,
+                     const std::string& extra = "") {
+    write_suite(policies, extra);
+    try {
+      eval::run_quality_suite(suite(), (dir() / "out").string());
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir() / "out/results.json")) << what;
+  };
+  refused("  - {label: h2o, kv: {policy: h2o, heavy_ratio: 0.1}, heavy: 0.5, recent: 0.5}\n",
+          "policies[0].kv.heavy_ratio");
+  refused("  - {label: h2o, kv: {policy: h2o}, heavy: 0.5, recent: 0.4}\n", "policies[0]");
+  refused("  - {label: x, kv: {policy: lru}, heavy: 0.5, recent: 0.5}\n", "'lru'");
+  refused("  - {label: full, kv: {policy: full}, colour: red}\n", "colour");
+  refused("  - {label: full, kv: {policy: full}}\n", "config: holds neither model nor kv",
+          "config: {kv: {policy: h2o}}\n");
+}
+
+}  // namespace
+}  // namespace h2oflex::testing
