@@ -1,19 +1,15 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """Writes a retrieval probe for `h2oflex eval choice`: a fact stated at the start of a long
 context is asked for at its end, the case where scoring tokens by accumulated attention is known
 to lose (the fact's tokens get little attention while the filler streams past, and are evicted
 before the question needs them).
 
-Each line: {
-  "id", "context", "choices", "answer"
-}
-— the context is "Remember this: the key word is <W>. " + filler sentences +
-        " Once more, the key word is" and
-    the choices are " <W>" and three other words of the same list,
-    in random order.The filler is consecutive sentences of a held - out text,
-    so the model has seen nothing like it in training.
+Each line: {"id", "context", "choices", "answer"} — the context is
+    "Remember this: the key word is <W>. " + filler sentences + " Once more, the key word is"
+and the choices are " <W>" and three other words of the same list, in random order. The filler
+is consecutive sentences of a held-out text, so the model has seen nothing like it in training.
 
-    Standard library only; deterministic (fixed seed):
+Standard library only; deterministic (fixed seed):
 
     python3 tools/gen_retrieval_probe.py --text models/trained/opt-small-en/heldout.txt \
         --out experiments/suites/quality/retrieval_probe.jsonl
