@@ -1,0 +1,127 @@
+// The evaluator against the independent oracle of tests/fixtures/eval (tools/gen_eval_fixtures.py
+// on the trained model models/trained/opt-small-en): Hugging Face's full-cache perplexity of the
+// held-out text, and an f64 OPT forward of its own with per-(layer, head) H2O eviction, step by
+// step — the per-token NLL and the kept sets of each budget.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+
+#include "engine/generator.h"
+#include "engine/model_footprint.h"
+#include "experiments/eval/perplexity.h"
+#include "experiments/eval/token_scorer.h"
+#include "experiments/model_source.h"
+#include "models/tokenizer/bpe_tokenizer.h"
+#include "tests/support/hf_fixtures.h"
+
+namespace h2oflex::eval {
+namespace {
+
+const std::string kRoot = testing_support::fixture_source_dir() + "/";
+
+const nlohmann::json& fixture() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(kRoot + "tests/fixtures/eval/expected.json");
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+RunConfig model_config(const std::string& kv_yaml) {
+  RunConfig c;
+  c.source = "test";
+  c.model = kRoot + fixture()["model_dir"].get<std::string>();
+  c.dummy = false;
+  c.compute_dtype = "f32";
+  c.compute_device = "cpu";
+  c.batch_size = 16;
+  c.kv_policy = policy::parse_kv_policy(YAML::Load(kv_yaml));
+  return c;
+}
+
+std::string counts(const char* policy, int heavy, int recent) {
+  return std::string("{policy: ") + policy + ", heavy_tokens: " + std::to_string(heavy) +
+         ", recent_tokens: " + std::to_string(recent) + "}";
+}
+
+// The first windows of the held-out text, full cache: each window's mean NLL is HF's.
+TEST(EvalReference, HeldoutWindowsReproduceHuggingFace) {
+  const nlohmann::json& ref = fixture()["heldout_perplexity"];
+  const RunConfig c = model_config("{policy: full}");
+  const BpeTokenizer tok = load_tokenizer(c.model);
+  std::ifstream in(c.model + "/" + ref["text"].get<std::string>(), std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false);
+  ASSERT_EQ(ids.size(), ref["tokens"].get<size_t>()) << "the tokenizer splits the text as HF did";
+  const int window = ref["window"];
+  constexpr size_t kWindows = 6;  // the whole text takes a minute; its first windows suffice
+  ids.resize(kWindows * static_cast<size_t>(window));
+  const ModelSource src = open_model_source(c.model, false, 0);
+  generate::BlockEngine engine(c, src);
+  const PerplexityResult r =
+      text_perplexity(ids, ref["bos"].get<int32_t>(), window, ref["stride"], c.kv_policy, engine);
+  ASSERT_EQ(r.windows.size(), kWindows);
+  for (size_t w = 0; w < kWindows; ++w) {
+    double sum = 0;
+    for (size_t t = r.windows[w].begin; t < r.windows[w].end; ++t) sum += r.nll[t];
+    const double mean = sum / static_cast<double>(window);
+    const double want = ref["windows"][w]["nll_mean"];
+    EXPECT_NEAR(mean, want, 1e-6 * want) << "window " << w;
+  }
+}
+
+// Every fixture window and budget: the engine's per-token NLL is the f64 reference's, and the
+// kept positions of every (layer, head) after the last token fed are the reference's.
+TEST(EvalReference, H2OStepByStepMatchesTheMaskReference) {
+  const ModelSource src = open_model_source(model_config("{policy: full}").model, false, 0);
+  const int heads = static_cast<int>(src.model->kv_geometry().kv_heads);
+  ModelWeights weights = load_model_weights(*src.model, DType::F32, src.producer);
+  int compared = 0;
+  for (const nlohmann::json& w : fixture()["windows"]) {
+    const std::vector<int32_t> ids = w["ids"];
+    const std::vector<double> full = w["full_nll"];
+    for (const auto& [name, b] : w["budgets"].items()) {
+      SCOPED_TRACE("window at " + std::to_string(w["text_offset"].get<int>()) + ", " + name);
+      const int heavy = b["heavy"], recent = b["recent"];
+      const std::vector<double> want = b["nll"];
+      // The scores through the evaluator (BlockEngine, token by token).
+      const RunConfig c = model_config(counts("h2o", heavy, recent));
+      generate::BlockEngine engine(c, src);
+      const auto got = score_sequences({{ids, 1}}, c.kv_policy, engine);
+      ASSERT_EQ(got[0].nll.size(), want.size());
+      double off_full = 0;
+      for (size_t t = 0; t < want.size(); ++t) {
+        EXPECT_NEAR(got[0].nll[t], want[t], 1e-4) << "token " << t + 1;
+        off_full = std::max(off_full, std::fabs(want[t] - full[t]));
+      }
+      if (name != "h2o_full") {
+        EXPECT_GT(off_full, 1e-2) << "the reference's eviction changes nothing";
+      }
+      // The kept sets, from the in-RAM path with the same forced tokens.
+      if (!b.contains("kept_after_last_fed")) continue;
+      GenerationSettings g;
+      g.gen_len = static_cast<int>(ids.size()) - 1;
+      g.stop_at_eos = false;
+      g.eviction = c.kv_policy.resolve(static_cast<int>(ids.size()), 0);
+      g.forced = {std::vector<int32_t>(ids.begin() + 1, ids.end())};
+      g.capture_kept = true;
+      const GenerateOutput out = generate_in_ram(*src.model, weights, {{ids[0]}}, g);
+      const nlohmann::json& kept = b["kept_after_last_fed"];
+      ASSERT_EQ(out.kept.size(), kept.size());
+      for (size_t l = 0; l < kept.size(); ++l) {
+        for (int h = 0; h < heads; ++h) {
+          const std::vector<int32_t> want_kept = kept[l][h];
+          EXPECT_EQ(out.kept[l][h], want_kept) << "layer " << l << " head " << h;
+        }
+      }
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 3);
+}
+
+}  // namespace
+}  // namespace h2oflex::eval
