@@ -61,6 +61,18 @@ nlohmann::ordered_json kv_json(const policy::KvPolicy& kv, const std::vector<KvR
   return j;
 }
 
+// The keys both result documents open with.
+nlohmann::ordered_json result_head(const char* mode, const eval::EvalSetup& s,
+                                   const char* input_key, const EvalOptions& o) {
+  nlohmann::ordered_json j;
+  j["mode"] = mode;
+  j["model"] = s.source.description;
+  j[input_key] = o.input;
+  j["engine"] = s.engine->describe();
+  j["context"] = o.context;
+  return j;
+}
+
 void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
   if (!o.json_out.empty()) write_file_atomically(o.json_out, j.dump(2) + "\n");
 }
@@ -91,17 +103,12 @@ int run_eval_perplexity(const EvalOptions& o) {
   for (const eval::Window& w : r.windows) longest = std::max(longest, w.end - w.begin + 1);
   std::printf("perplexity %.4f  nll_mean %.6f  tokens %zu  windows %zu  kv %s\n", r.perplexity,
               r.nll_mean, r.nll.size(), r.windows.size(), s.config.kv_policy.summary().c_str());
-  nlohmann::ordered_json j;
-  j["mode"] = "perplexity";
-  j["model"] = s.source.description;
-  j["text"] = o.input;
-  j["engine"] = s.engine->describe();
+  nlohmann::ordered_json j = result_head("perplexity", s, "text", o);
   j["perplexity"] = r.perplexity;
   j["nll_mean"] = r.nll_mean;
   j["tokens"] = r.nll.size();
   j["window"] = window;
   j["stride"] = stride;
-  j["context"] = o.context;
   j["windows"] = r.windows.size();
   j["kv"] = kv_json(s.config.kv_policy, r.rules, longest);
   j["eval_s"] = eval_s;
@@ -144,16 +151,11 @@ int run_eval_choice(const EvalOptions& o) {
                      {"loglik", t.loglik},
                      {"tokens", t.tokens}});
   }
-  nlohmann::ordered_json j;
-  j["mode"] = "choice";
-  j["model"] = s.source.description;
-  j["tasks_file"] = o.input;
-  j["engine"] = s.engine->describe();
+  nlohmann::ordered_json j = result_head("choice", s, "tasks_file", o);
   j["acc"] = r.acc;
   j["acc_norm"] = r.acc_norm;
   j["n"] = parsed.tasks.size();
   j["rejected"] = parsed.errors.size();
-  j["context"] = o.context;
   j["kv"] = kv_json(s.config.kv_policy, r.rules, r.longest);
   j["eval_s"] = eval_s;
   j["tasks"] = tasks;

@@ -83,6 +83,22 @@ inline Problem make_problem(uint32_t seed, int batch, int heads, int prompt, int
 }
 
 // ---- the reference: full KV + alive mask, double precision ----
+
+// Prefill selection of one (sequence, KV head) with prompt scores `sc`: every real token when
+// they fit in heavy + recent, else the last `recent` and the `heavy` others of highest score
+// (ties: the earlier position).
+inline void select_prompt(const Problem& p, int p0, const std::vector<double>& sc,
+                          std::vector<bool>& al) {
+  if (p.prompt - p0 <= p.heavy + p.recent) {
+    for (int j = p0; j < p.prompt; ++j) al[j] = true;
+    return;
+  }
+  for (int j = p.prompt - p.recent; j < p.prompt; ++j) al[j] = true;
+  std::vector<int> rest;
+  for (int j = p0; j < p.prompt - p.recent; ++j) rest.push_back(j);
+  std::stable_sort(rest.begin(), rest.end(), [&](int a, int c) { return sc[a] > sc[c]; });
+  for (int i = 0; i < p.heavy; ++i) al[rest[i]] = true;
+}
 // How a decode step's probabilities enter the scores: added (H2O) or replacing them (TOVA); or
 // no attention at all: every token's score is a fixed value of its position (`random`'s draw).
 enum class ScoreUpdate { Add, Replace, Fixed };
@@ -174,18 +190,7 @@ struct Reference {
       }
       share_over_heads(b);
       for (int g = 0; g < p.kv_heads; ++g) {
-        const auto& sc = score[b * p.kv_heads + g];
-        auto& al = alive[b * p.kv_heads + g];
-        const int n = p.prompt - p.pad[b];
-        if (n <= p.heavy + p.recent) {
-          for (int j = p.pad[b]; j < p.prompt; ++j) al[j] = true;
-          continue;
-        }
-        for (int j = p.prompt - p.recent; j < p.prompt; ++j) al[j] = true;
-        std::vector<int> rest;
-        for (int j = p.pad[b]; j < p.prompt - p.recent; ++j) rest.push_back(j);
-        std::stable_sort(rest.begin(), rest.end(), [&](int a, int c) { return sc[a] > sc[c]; });
-        for (int i = 0; i < p.heavy; ++i) al[rest[i]] = true;
+        select_prompt(p, p.pad[b], score[b * p.kv_heads + g], alive[b * p.kv_heads + g]);
       }
     }
   }

@@ -49,18 +49,7 @@ struct SnapReference {
   void prefill() {
     for (int b = 0; b < p.batch; ++b) {
       for (int g = 0; g < p.kv_heads; ++g) {
-        auto& al = alive[b * p.kv_heads + g];
-        const int p0 = p.pad[b];
-        if (p.prompt - p0 <= p.heavy + p.recent) {
-          for (int j = p0; j < p.prompt; ++j) al[j] = true;
-          continue;
-        }
-        const std::vector<double> sc = pooled(b, g);
-        for (int j = p.prompt - p.recent; j < p.prompt; ++j) al[j] = true;
-        std::vector<int> rest;
-        for (int j = p0; j < p.prompt - p.recent; ++j) rest.push_back(j);
-        std::stable_sort(rest.begin(), rest.end(), [&](int a, int c) { return sc[a] > sc[c]; });
-        for (int i = 0; i < p.heavy; ++i) al[rest[i]] = true;
+        select_prompt(p, p.pad[b], pooled(b, g), alive[b * p.kv_heads + g]);
       }
     }
   }
