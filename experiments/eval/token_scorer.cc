@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "runtime/core/error.h"
 
@@ -23,22 +24,29 @@ std::vector<SequenceScore> score_sequences(const std::vector<ScoredSequence>& se
                                            generate::BlockEngine& engine, ContextReading reading) {
   std::vector<SequenceScore> out(sequences.size());
   const bool prefill = reading == ContextReading::Prefill;
-  // Sequences of one length resolve the policy to one rule, and with one prompt length need no
-  // padding, so they can share a block.
-  std::map<std::pair<size_t, size_t>, std::vector<size_t>> by_length;
+  // Sequences whose lengths resolve the policy to the same counts and whose prompts are equally
+  // long (no padding) share blocks; a shorter one is fed its last token again until the block's
+  // longest ends, and those extra steps are not scored. Longest first, so a block's lengths are
+  // close.
+  std::map<std::tuple<size_t, int, int, int>, std::vector<size_t>> groups;
   for (size_t i = 0; i < sequences.size(); ++i) {
     const ScoredSequence& s = sequences[i];
     H2OFLEX_CHECK(s.ids.size() >= 2 && s.first_scored >= 1 && s.first_scored < s.ids.size(),
                   "score_sequences: sequence ", i, " has ", s.ids.size(), " ids, first scored ",
                   s.first_scored);
-    by_length[{s.ids.size(), prefill ? s.first_scored : 1}].push_back(i);
+    const KvRule r = kv.resolve(static_cast<int>(s.ids.size()), 0);
+    groups[{prefill ? s.first_scored : 1, r.sinks, r.heavy, r.recent}].push_back(i);
   }
   const size_t block = static_cast<size_t>(std::max(1, engine.block_size()));
-  for (const auto& [shape, members] : by_length) {
-    const size_t length = shape.first, prompt = shape.second;
-    const KvRule rule = kv.resolve(static_cast<int>(length), 0);
+  for (auto& [key, members] : groups) {
+    const size_t prompt = std::get<0>(key);
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return sequences[a].ids.size() > sequences[b].ids.size();
+    });
     for (size_t start = 0; start < members.size(); start += block) {
       const size_t n = std::min(block, members.size() - start);
+      const size_t length = sequences[members[start]].ids.size();  // the block's longest
+      const KvRule rule = kv.resolve(static_cast<int>(length), 0);
       generate::BlockWork work;
       work.prompt_len = static_cast<int>(prompt);
       work.gen_len = static_cast<int>(length - prompt);

@@ -127,7 +127,12 @@ TEST_F(EvalCommandTest, ChoiceScoresFollowLmEvalHarness) {
   ASSERT_EQ(j["n"], 3);
   EXPECT_EQ(j["rejected"], 0);
   const json& t = j["tasks"];
-  EXPECT_EQ(t[0]["loglik"], t[1]["loglik"]);
+  // (Equal up to rounding: blocks group sequences by length, and a GEMM over other rows of a
+  // block rounds differently.)
+  for (int c = 0; c < 3; ++c) {
+    const double a = t[0]["loglik"][c], b = t[1]["loglik"][c];
+    EXPECT_NEAR(a, b, 1e-6 * std::fabs(b)) << c;
+  }
   EXPECT_EQ(t[2]["id"], "7");
   int correct = 0, correct_norm = 0;
   for (const json& task : t) {
@@ -165,7 +170,7 @@ TEST_F(EvalCommandTest, ChoiceScoresFollowLmEvalHarness) {
   const auto scored = eval::score_sequences({s}, c.kv_policy, engine);
   double sum = 0;
   for (double x : scored[0].nll) sum -= x;
-  EXPECT_NEAR(t[2]["loglik"][1].get<double>(), sum, 1e-9);
+  EXPECT_NEAR(t[2]["loglik"][1].get<double>(), sum, 1e-6 * std::fabs(sum));
   EXPECT_EQ(t[2]["tokens"][1], whole.size() - ctx.size());
 }
 

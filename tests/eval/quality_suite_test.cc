@@ -3,6 +3,8 @@
 // policy marked n/a on a streamed task, and bad suites refused naming the key.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "experiments/eval/quality_suite.h"
 #include "runtime/core/error.h"
 #include "tests/generate/generate_test_support.h"
@@ -60,8 +62,12 @@ TEST_F(QualitySuiteTest, TableHoldsEveryCellAndFullBudgetsEqualFull) {
     const double full = cell("full", 0, task)["perplexity"];
     for (const char* p : {"h2o", "local", "snapkv"}) {
       if (std::string(p) == "snapkv" && std::string(task) == "text") continue;
-      EXPECT_EQ(cell(p, 1.0, task)["perplexity"].get<double>(), full) << p << " " << task;
-      EXPECT_NE(cell(p, 0.2, task)["perplexity"].get<double>(), full) << p << " " << task;
+      // Equal to 1e-6 relative (blocks group sequences by their budgets, so GEMMs round over
+      // other rows).
+      EXPECT_NEAR(cell(p, 1.0, task)["perplexity"].get<double>(), full, 1e-6 * full)
+          << p << " " << task;
+      EXPECT_GT(std::fabs(cell(p, 0.2, task)["perplexity"].get<double>() / full - 1), 1e-3)
+          << p << " " << task;
     }
   }
   EXPECT_EQ(cell("full", 0, "mc")["n"], 1);
