@@ -88,8 +88,9 @@ policy::KvPolicy quality_kv(const QualityPolicy& p, double budget) {
 QualitySuite load_quality_suite(const std::string& path) {
   const YAML::Node root = policy::load_yaml_file(path, "quality suite");
   const std::string at = path + ": ";
-  require_mapping(root, path,
-                  {"suite", "description", "model", "config", "budgets", "tasks", "policies"});
+  require_mapping(
+      root, path,
+      {"suite", "description", "model", "config", "variants", "budgets", "tasks", "policies"});
   QualitySuite s;
   s.path = path;
   H2OFLEX_INPUT_CHECK(root["suite"], at, "suite: (its name) is required");
@@ -101,6 +102,23 @@ QualitySuite load_quality_suite(const std::string& path) {
   if (root["config"]) require_mapping(s.config, at + "config");
   H2OFLEX_INPUT_CHECK(!s.config["model"] && !s.config["kv"], at,
                       "config: holds neither model nor kv (the suite sets them)");
+  if (root["variants"]) {
+    H2OFLEX_INPUT_CHECK(root["variants"].IsSequence() && root["variants"].size() > 0, at,
+                        "variants: a non-empty list of {label, config}");
+    for (size_t i = 0; i < root["variants"].size(); ++i) {
+      const YAML::Node v = root["variants"][i];
+      const std::string key = at + "variants[" + std::to_string(i) + "]";
+      require_mapping(v, key, {"label", "config"});
+      H2OFLEX_INPUT_CHECK(v["label"] && v["config"], key, ": label and config are required");
+      QualityVariant q{read_string(v["label"], key_path(key, "label")), YAML::Clone(v["config"])};
+      require_mapping(q.config, key_path(key, "config"));
+      H2OFLEX_INPUT_CHECK(!q.config["model"] && !q.config["kv"], key_path(key, "config"),
+                          ": holds neither model nor kv (the suite sets them)");
+      s.variants.push_back(q);
+    }
+  } else {
+    s.variants.push_back({"", YAML::Node(YAML::NodeType::Map)});
+  }
   H2OFLEX_INPUT_CHECK(root["budgets"] && root["budgets"].IsSequence() && root["budgets"].size() > 0,
                       at, "budgets: a non-empty list of fractions");
   for (size_t i = 0; i < root["budgets"].size(); ++i) {
@@ -174,72 +192,86 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   H2OFLEX_INPUT_CHECK(!ec, out_dir, ": cannot create output directory: ", ec.message());
   check_writable_directory(out_dir, "--out");
 
-  YAML::Node root = YAML::Clone(suite.config);
-  root["model"] = suite.model;
-  if (!root["dummy"]) root["dummy"] = false;
-  apply_eval_defaults(root);
-  EvalSetup s(parse_run_config(root, suite.path + ": config"), "eval suite");
-
-  // Inputs read once: a text's tokens, a task file's tasks.
+  // Inputs read once (with the first variant's tokenizer; variants share the model).
   std::vector<std::vector<int32_t>> texts(suite.tasks.size());
   std::vector<ParsedTasks> choices(suite.tasks.size());
-  for (size_t t = 0; t < suite.tasks.size(); ++t) {
-    const QualityTask& task = suite.tasks[t];
-    if (task.perplexity) {
-      texts[t] = s.tokenizer.encode(read_text_file(task.input, task.name), false);
-      H2OFLEX_INPUT_CHECK(!texts[t].empty(), task.input, ": the text has no tokens");
-    } else {
-      choices[t] = read_choice_tasks(task.input);
-      H2OFLEX_INPUT_CHECK(choices[t].errors.empty(), task.input, " line ",
-                          choices[t].errors.empty() ? 0 : choices[t].errors.front().line, ": ",
-                          choices[t].errors.empty() ? "" : choices[t].errors.front().reason);
-    }
-  }
-  const int64_t context = s.source.model->max_positions();
-
   nlohmann::ordered_json cells = nlohmann::ordered_json::array();
-  for (const QualityPolicy& p : suite.policies) {
-    const std::vector<std::optional<double>> budgets =
-        p.budgeted ? std::vector<std::optional<double>>(suite.budgets.begin(), suite.budgets.end())
-                   : std::vector<std::optional<double>>{std::nullopt};
-    for (const std::optional<double>& budget : budgets) {
-      const policy::KvPolicy kv = quality_kv(p, budget.value_or(1.0));
+  std::vector<std::string> engines;
+  for (size_t v = 0; v < suite.variants.size(); ++v) {
+    const QualityVariant& variant = suite.variants[v];
+    YAML::Node root = YAML::Clone(suite.config);
+    for (const auto& entry : variant.config) {
+      root[entry.first.Scalar()] = YAML::Clone(entry.second);
+    }
+    root["model"] = suite.model;
+    if (!root["dummy"]) root["dummy"] = false;
+    apply_eval_defaults(root);
+    const std::string where =
+        suite.path + ": " + (variant.label.empty() ? "config" : "variant " + variant.label);
+    EvalSetup s(parse_run_config(root, where), "eval suite");
+    engines.push_back((variant.label.empty() ? "" : variant.label + ": ") + s.engine->describe());
+    if (v == 0) {
       for (size_t t = 0; t < suite.tasks.size(); ++t) {
         const QualityTask& task = suite.tasks[t];
-        nlohmann::ordered_json c;
-        c["policy"] = p.label;
-        c["budget"] = budget ? nlohmann::ordered_json(*budget) : nlohmann::ordered_json();
-        c["task"] = task.name;
-        c["kv"] = kv.summary();
-        if (kv.resolve(2, 0).prefill_only && task.context == "stream") {
-          c["skipped"] = "selects only at a prefill; this task streams its context";
-          cells.push_back(c);
-          continue;
-        }
-        const ContextReading reading = context_reading(task.context, kv);
-        Stopwatch watch;
         if (task.perplexity) {
-          const int window = task.window > 0 ? task.window : static_cast<int>(context - 1);
-          const PerplexityResult r =
-              text_perplexity(texts[t], s.bos, window, task.stride > 0 ? task.stride : window, kv,
-                              *s.engine, reading);
-          c["perplexity"] = r.perplexity;
-          c["nll_mean"] = r.nll_mean;
-          c["tokens"] = r.nll.size();
+          texts[t] = s.tokenizer.encode(read_text_file(task.input, task.name), false);
+          H2OFLEX_INPUT_CHECK(!texts[t].empty(), task.input, ": the text has no tokens");
         } else {
-          const ChoiceResult r =
-              score_choice_tasks(choices[t].tasks, s.tokenizer, s.bos, kv, *s.engine, reading);
-          c["acc"] = r.acc;
-          c["acc_norm"] = r.acc_norm;
-          c["n"] = choices[t].tasks.size();
+          choices[t] = read_choice_tasks(task.input);
+          H2OFLEX_INPUT_CHECK(choices[t].errors.empty(), task.input, " line ",
+                              choices[t].errors.empty() ? 0 : choices[t].errors.front().line, ": ",
+                              choices[t].errors.empty() ? "" : choices[t].errors.front().reason);
         }
-        c["eval_s"] = watch.elapsed();
-        std::fprintf(stderr, "eval suite: %s%s on %s: %s (%.1f s)\n", p.label.c_str(),
-                     budget ? (" @ " + fmt(*budget, 2)).c_str() : "", task.name.c_str(),
-                     task.perplexity ? ("perplexity " + fmt(c["perplexity"].get<double>())).c_str()
-                                     : ("acc " + fmt(c["acc"].get<double>())).c_str(),
-                     c["eval_s"].get<double>());
-        cells.push_back(c);
+      }
+    }
+    const int64_t context = s.source.model->max_positions();
+    for (const QualityPolicy& p : suite.policies) {
+      const std::vector<std::optional<double>> budgets =
+          p.budgeted
+              ? std::vector<std::optional<double>>(suite.budgets.begin(), suite.budgets.end())
+              : std::vector<std::optional<double>>{std::nullopt};
+      const std::string label = variant.label.empty() ? p.label : variant.label + " / " + p.label;
+      for (const std::optional<double>& budget : budgets) {
+        const policy::KvPolicy kv = quality_kv(p, budget.value_or(1.0));
+        for (size_t t = 0; t < suite.tasks.size(); ++t) {
+          const QualityTask& task = suite.tasks[t];
+          nlohmann::ordered_json c;
+          c["variant"] = variant.label;
+          c["policy"] = label;
+          c["budget"] = budget ? nlohmann::ordered_json(*budget) : nlohmann::ordered_json();
+          c["task"] = task.name;
+          c["kv"] = kv.summary();
+          if (kv.resolve(2, 0).prefill_only && task.context == "stream") {
+            c["skipped"] = "selects only at a prefill; this task streams its context";
+            cells.push_back(c);
+            continue;
+          }
+          const ContextReading reading = context_reading(task.context, kv);
+          Stopwatch watch;
+          if (task.perplexity) {
+            const int window = task.window > 0 ? task.window : static_cast<int>(context - 1);
+            const PerplexityResult r =
+                text_perplexity(texts[t], s.bos, window, task.stride > 0 ? task.stride : window, kv,
+                                *s.engine, reading);
+            c["perplexity"] = r.perplexity;
+            c["nll_mean"] = r.nll_mean;
+            c["tokens"] = r.nll.size();
+          } else {
+            const ChoiceResult r =
+                score_choice_tasks(choices[t].tasks, s.tokenizer, s.bos, kv, *s.engine, reading);
+            c["acc"] = r.acc;
+            c["acc_norm"] = r.acc_norm;
+            c["n"] = choices[t].tasks.size();
+          }
+          c["eval_s"] = watch.elapsed();
+          std::fprintf(stderr, "eval suite: %s%s on %s: %s (%.1f s)\n", label.c_str(),
+                       budget ? (" @ " + fmt(*budget, 2)).c_str() : "", task.name.c_str(),
+                       task.perplexity
+                           ? ("perplexity " + fmt(c["perplexity"].get<double>())).c_str()
+                           : ("acc " + fmt(c["acc"].get<double>())).c_str(),
+                       c["eval_s"].get<double>());
+          cells.push_back(c);
+        }
       }
     }
   }
@@ -247,15 +279,18 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   // The full cache (a row without budget) is what the others are compared with.
   auto full_of = [&](const std::string& task, const char* key) -> std::optional<double> {
     for (const auto& c : cells) {
-      if (c["task"] == task && c["budget"].is_null() && c.contains(key))
+      if (c["task"] == task && c["budget"].is_null() && c.contains(key) &&
+          c["variant"] == suite.variants.front().label) {
         return c[key].get<double>();
+      }
     }
     return std::nullopt;
   };
   std::ostringstream md, csv;
   md << "# " << suite.name << "\n\n"
-     << suite.description << "\n\nModel: `" << suite.model << "`; engine: " << s.engine->describe()
-     << ". Budget = the KV slots kept per (layer, head) "
+     << suite.description << "\n\nModel: `" << suite.model << "`; engine: ";
+  for (size_t v = 0; v < engines.size(); ++v) md << (v ? "; " : "") << engines[v];
+  md << ". Budget = the KV slots kept per (layer, head) "
      << "as a fraction of the scored sequence. Perplexity: lower is better (in brackets: the "
         "ratio to the full cache); acc / acc_norm: higher is better.\n\n| policy | budget |";
   csv << "policy,budget,task,kv,perplexity,ratio_to_full,acc,acc_norm\n";
@@ -299,7 +334,7 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   nlohmann::ordered_json doc;
   doc["suite"] = suite.name;
   doc["model"] = suite.model;
-  doc["engine"] = s.engine->describe();
+  doc["engines"] = engines;
   doc["budgets"] = suite.budgets;
   nlohmann::ordered_json tasks = nlohmann::ordered_json::array(), labels = tasks;
   for (const QualityTask& t : suite.tasks) {

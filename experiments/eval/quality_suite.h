@@ -24,7 +24,7 @@ struct QualityTask {
 
 struct QualityPolicy {
   std::string label;
-  YAML::Node kv;                 // the kv: mapping without its counts that scale with the budget
+  YAML::Node kv;         // the kv: mapping without its counts that scale with the budget
   bool budgeted = true;  // false: one row, no budget (full)
   // Shares of the budget: heavy_ratio = budget * heavy (only when `heavy` is given: streaming
   // takes no heavy count), recent_ratio = budget * recent.
@@ -32,10 +32,18 @@ struct QualityPolicy {
   double heavy = 0, recent = 0;
 };
 
+// A variant of the engine for all policies (e.g. 4-bit weights): its keys replace the suite's
+// config keys of the same name.
+struct QualityVariant {
+  std::string label;  // "" for the suite's config alone
+  YAML::Node config;
+};
+
 struct QualitySuite {
   std::string path, name, description;
   std::string model;  // resolved
   YAML::Node config;  // run-config fragment for every cell (placement, compute_dtype, ...)
+  std::vector<QualityVariant> variants;  // at least one; the first is the reference
   std::vector<double> budgets;
   std::vector<QualityTask> tasks;
   std::vector<QualityPolicy> policies;

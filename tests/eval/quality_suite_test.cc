@@ -79,6 +79,29 @@ TEST_F(QualitySuiteTest, TableHoldsEveryCellAndFullBudgetsEqualFull) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 27);
 }
 
+// Variants run every policy again on another engine (here 4-bit weights through a policy
+// section); ratios stay against the first variant's full cache.
+TEST_F(QualitySuiteTest, VariantsRepeatThePoliciesOnAnotherEngine) {
+  write_suite("  - {label: full, kv: {policy: full}}\n",
+              "variants:\n"
+              "  - {label: plain, config: {}}\n"
+              "  - label: 4-bit weights\n"
+              "    config:\n"
+              "      policy: {gpu_batch_size: 4, weights: {gpu: 100, cpu: 0}, cache: {gpu: 100, "
+              "cpu: 0}, activations: {gpu: 100, cpu: 0}, compress_weight: true}\n");
+  ASSERT_EQ(eval::run_quality_suite(suite(), (dir() / "out").string()), 0);
+  const json doc = json::parse(read_text(dir() / "out/results.json"));
+  ASSERT_EQ(doc["cells"].size(), 2 * 3u);
+  const json& plain = doc["cells"][0];
+  const json& packed = doc["cells"][3];
+  EXPECT_EQ(plain["variant"], "plain");
+  EXPECT_EQ(packed["policy"], "4-bit weights / full");
+  const double a = plain["perplexity"], b = packed["perplexity"];
+  EXPECT_GT(std::fabs(b / a - 1), 1e-4) << "4-bit weights changed nothing";
+  EXPECT_TRUE(std::isfinite(b));
+  EXPECT_EQ(doc["engines"].size(), 2u);
+}
+
 TEST_F(QualitySuiteTest, BadSuitesAreRefusedNamingTheKey) {
   auto refused = [&](const std::string& policies, const std::string& what,
                      const std::string& extra = "") {
