@@ -25,6 +25,16 @@ It needs the package and a throwaway virtual environment OUTSIDE the repository:
     /tmp/hfvenv/bin/python tools/train_small_model.py               # ~42 minutes on 2 cores
     /tmp/hfvenv/bin/python tools/train_small_model.py --minutes 1.5 --out /tmp/smoke  # smoke run
 
+    # a further stage, warm-started from the weights of a model this script wrote
+    /tmp/hfvenv/bin/python tools/train_small_model.py --init-from models/trained/opt-small-en \
+        --minutes 42
+
+--init-from DIR starts from DIR's weights with a fresh optimizer and a fresh warm-up + cosine
+schedule. It reuses DIR's tokenizer (tokenizer.json) instead of training one, and copies (or, when
+--out is DIR, leaves untouched) DIR's tokenizer files, heldout.txt and choice_next_sentence.jsonl,
+so the held-out files stay valid; the document split is the same path hash as always. The stages
+so far are carried over from DIR's train_stats.json into the new one.
+
 Training stops on wall-clock (--minutes): the first steps measure the speed, the step count is
 sized to the budget, and the learning-rate schedule advances by whichever of step / total steps
 and elapsed / budget is further along, so the decay ends by the deadline even when the machine
@@ -400,13 +410,28 @@ def main():
     parser.add_argument("--batch", type=int, default=8, help="sequences of 512 tokens per step")
     parser.add_argument("--lr", type=float, default=1.5e-3)
     parser.add_argument("--eval-every", type=float, default=5.0, help="minutes between evals")
+    parser.add_argument("--warmup", type=int, default=60, help="learning-rate warm-up steps")
+    parser.add_argument("--init-from", default=None, metavar="DIR",
+                        help="warm start from DIR's weights and tokenizer (a further stage)")
+    parser.add_argument("--choice-json", default=None, metavar="FILE",
+                        help="with --readme-only: record the accuracy from this "
+                             "`h2oflex eval choice --json` output in train_stats.json first")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite README.md from the output's train_stats.json, no training")
     args = parser.parse_args()
     if args.readme_only:
         with open(os.path.join(args.out, "train_stats.json")) as f:
             stats = json.load(f)
-        args.batch, args.lr, args.minutes = stats["batch"], stats["lr"], stats["minutes"]
+        if args.choice_json:
+            with open(args.choice_json) as f:
+                c = json.load(f)
+            rec = {"acc": c["acc"], "acc_norm": c["acc_norm"], "n": c["n"],
+                   "context": c.get("context"), "kv": c.get("kv")}
+            stats["choice_full_cache"] = rec
+            stages(stats)[-1]["choice_full_cache"] = rec
+            with open(os.path.join(args.out, "train_stats.json"), "w") as f:
+                json.dump(stats, f, indent=1)
+                f.write("\n")
         write_readme(args, stats)
         return
 
@@ -421,9 +446,21 @@ def main():
         chars = sum(len(t) for t in texts[k])
         print(f"{k}: {len(v)} documents, {chars / 1e6:.2f} M characters", flush=True)
 
-    tok = train_tokenizer(texts["train"], ARCH["vocab_size"])
     os.makedirs(args.out, exist_ok=True)
-    write_tokenizer(tok, args.out)
+    init = os.path.abspath(args.init_from) if args.init_from else None
+    same_dir = init is not None and os.path.samefile(init, args.out)
+    if init is None:
+        tok = train_tokenizer(texts["train"], ARCH["vocab_size"])
+        write_tokenizer(tok, args.out)
+        prev_stages = []
+    else:
+        tok = Tokenizer.from_file(os.path.join(init, "tokenizer.json"))
+        if not same_dir:
+            for name in INHERITED:
+                shutil.copyfile(os.path.join(init, name), os.path.join(args.out, name))
+        with open(os.path.join(init, "train_stats.json")) as f:
+            prev_stats = json.load(f)
+        prev_stages = stages(prev_stats)
 
     train_stream = []
     for t in texts["train"]:
@@ -432,11 +469,26 @@ def main():
     train_chars = sum(len(t) for t in texts["train"])
     print(f"train tokens {len(train_stream)} ({train_chars / len(train_stream):.2f} chars/token), "
           f"validation tokens {len(val_stream)}", flush=True)
+    if init is not None:
+        assert len(train_stream) == prev_stats["train_tokens"], "train split or tokenizer differs"
+        assert len(val_stream) == prev_stats["validation_tokens"], "validation split differs"
     val_wins = windows(val_stream)
     val_quick = val_wins[:12]
     train_eval_wins = windows(train_stream[1:])[:: max(1, len(train_stream) // SEQ // 60)][:60]
 
-    model = make_model(ARCH["vocab_size"])
+    if init is None:
+        model = make_model(ARCH["vocab_size"])
+    else:
+        model = OPTForCausalLM.from_pretrained(init, torch_dtype=torch.float32)
+        for k, v in ARCH.items():
+            assert getattr(model.config, k) == v, (k, getattr(model.config, k), v)
+        set_attention(model, "sdpa")
+        assert model.lm_head.weight.data_ptr() == model.model.decoder.embed_tokens.weight.data_ptr()
+        if "heldout_ppl" not in prev_stages[-1]:  # the starting point's held-out figure
+            with open(os.path.join(init, "heldout.txt"), encoding="utf-8") as f:
+                prev_stages[-1]["heldout_ppl"] = evaluate(
+                    model, windows(encode(tok, f.read())))[0]
+            print(f"starting point: heldout ppl {prev_stages[-1]['heldout_ppl']:.2f}", flush=True)
     model.train()
     n_params = sum(p.numel() for p in model.parameters())
     print(f"parameters {n_params} ({n_params * 4 / 1e6:.2f} MB f32)", flush=True)
@@ -456,7 +508,7 @@ def main():
         return x[:, :-1], x[:, 1:]
 
     budget = args.minutes * 60.0
-    warmup = 60
+    warmup = args.warmup
     total_steps = None
     measured = 0.0
     t_train = time.time()
@@ -521,14 +573,24 @@ def main():
     size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
     assert size <= 20e6, size
 
-    ho_text, ho_tokens = heldout_text(tok, docs["heldout"], HELDOUT_TOKENS)
-    with open(os.path.join(args.out, "heldout.txt"), "w", encoding="utf-8") as f:
-        f.write(ho_text)
+    if init is None:
+        ho_text, ho_tokens = heldout_text(tok, docs["heldout"], HELDOUT_TOKENS)
+        with open(os.path.join(args.out, "heldout.txt"), "w", encoding="utf-8") as f:
+            f.write(ho_text)
+        items = choice_tasks(docs["heldout"], CHOICE_ITEMS, SEED)
+        with open(os.path.join(args.out, "choice_next_sentence.jsonl"), "w",
+                  encoding="utf-8") as f:
+            for it in items:
+                f.write(json.dumps(it, ensure_ascii=False) + "\n")
+    else:  # inherited, unchanged
+        with open(os.path.join(args.out, "heldout.txt"), encoding="utf-8") as f:
+            ho_text = f.read()
+        with open(os.path.join(args.out, "choice_next_sentence.jsonl"), encoding="utf-8") as f:
+            items = [json.loads(line) for line in f if line.strip()]
     ho_tokens = len(encode(tok, ho_text))
-    items = choice_tasks(docs["heldout"], CHOICE_ITEMS, SEED)
-    with open(os.path.join(args.out, "choice_next_sentence.jsonl"), "w", encoding="utf-8") as f:
-        for it in items:
-            f.write(json.dumps(it, ensure_ascii=False) + "\n")
+    # Full-cache perplexity of heldout.txt: [BOS] + 511 text tokens, stride 511 (HF f32).
+    heldout_ppl, heldout_count = evaluate(model, windows(encode(tok, ho_text)))
+    print(f"heldout ppl {heldout_ppl:.4f} over {heldout_count} tokens", flush=True)
 
     stats = {
         "package": PACKAGE, "package_version": package_version(PACKAGE),
@@ -546,12 +608,31 @@ def main():
         "batch": args.batch, "lr": args.lr, "minutes": args.minutes,
         "measured_tokens_per_s": measured,
         "torch": torch.__version__, "transformers": transformers.__version__,
+        "heldout_ppl": heldout_ppl, "heldout_tokens_scored": heldout_count,
+        "warmup": warmup, "init_from": args.init_from,
     }
+    stats["stages"] = prev_stages + [stage_record(stats)]
     with open(os.path.join(args.out, "train_stats.json"), "w") as f:
         json.dump(stats, f, indent=1)
         f.write("\n")
     write_readme(args, stats)
     print(f"done in {(time.time() - t_start) / 60:.1f} min -> {args.out}", flush=True)
+
+
+INHERITED = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json",
+             "special_tokens_map.json", "heldout.txt", "choice_next_sentence.jsonl")
+STAGE_KEYS = ("init_from", "minutes", "batch", "lr", "warmup", "steps", "tokens_seen", "epochs",
+              "train_minutes", "total_minutes", "measured_tokens_per_s", "val_ppl", "train_ppl",
+              "heldout_ppl", "attention", "history", "choice_full_cache", "torch", "transformers")
+
+
+def stage_record(s):
+    return {k: s[k] for k in STAGE_KEYS if k in s}
+
+
+def stages(s):
+    """The training stages of a train_stats.json (one written before stages existed: itself)."""
+    return s["stages"] if "stages" in s else [stage_record(s)]
 
 
 def write_readme(args, s):
@@ -561,13 +642,65 @@ def write_readme(args, s):
     ratio = a["entropy_nats_mean"] / a["uniform_entropy_nats"]
     verdict = ("far from uniform" if ratio < 0.7 else "clearly below uniform" if ratio < 0.85
                else "only moderately below uniform (a weakly trained model)")
-    speed = s["tokens_seen"] / (s["train_minutes"] * 60)
-    hist = "\n".join(f"| {h['step']} | {h['tokens'] / 1e6:.2f} M | {h['val_ppl_quick']:.2f} |"
-                     for h in s["history"])
+    st = stages(s)
+    stage_text, result_rows, retrain = "", [], []
+    for i, g in enumerate(st, 1):
+        speed = g["tokens_seen"] / (g["train_minutes"] * 60)
+        hist = "\n".join(f"| {h['step']} | {h['tokens'] / 1e6:.2f} M | {h['val_ppl_quick']:.2f} |"
+                         for h in g["history"])
+        origin = (f"warm-started from `{g['init_from']}` (the weights of stage {i - 1})"
+                  if g.get("init_from") else "from scratch (tokenizer trained first)")
+        stage_text += f"""### Stage {i}: {origin}
+
+Batch {g['batch']} sequences, peak learning rate {g['lr']}, {g.get('warmup', 60)} warm-up steps,
+budget {g['minutes']:g} minutes; torch {g['torch']}, transformers {g['transformers']}:
+{g['steps']} steps, {g['tokens_seen']} tokens seen ({g['epochs']:.2f} epochs of the train split) in
+{g['train_minutes']:.1f} minutes ({speed:.0f} tokens/s on average; the first 20 steps measured
+{g.get('measured_tokens_per_s', 0):.0f}); the whole run took {g['total_minutes']:.1f} minutes.
+
+| step | tokens | validation ppl (first 12 windows) |
+|---|---|---|
+{hist}
+| {g['steps']} (end) | {g['tokens_seen'] / 1e6:.2f} M | all windows: {g['val_ppl']:.2f} |
+
+"""
+        ga = g["attention"]
+        ch = g.get("choice_full_cache")
+        ho = g.get("heldout_ppl")
+        result_rows.append(
+            f"| stage {i} | {g['val_ppl']:.2f} | {g['train_ppl']:.2f} | "
+            f"{'%.2f' % ho if ho else '-'} | "
+            f"{', '.join('%.2f' % x for x in ga['entropy_nats_per_layer'])} | "
+            f"{ga['entropy_nats_mean']:.2f} / {ga['uniform_entropy_nats']:.2f} "
+            f"({ga['entropy_nats_mean'] / ga['uniform_entropy_nats']:.0%}) | "
+            f"{', '.join('%.2f' % x for x in ga['max_prob_per_layer'])} | "
+            f"{'%.3f' % ch['acc'] if ch else '-'} |")
+        cmd = "/tmp/hfvenv/bin/python tools/train_small_model.py"
+        if g.get("init_from"):
+            cmd += f" --init-from {g['init_from']}"
+        if g["batch"] != 8:
+            cmd += f" --batch {g['batch']}"
+        if g["lr"] != 1.5e-3:
+            cmd += f" --lr {g['lr']}"
+        if g.get("warmup", 60) != 60:
+            cmd += f" --warmup {g['warmup']}"
+        retrain.append(f"{cmd} --minutes {g['minutes']:g}   # stage {i}")
+    stage_text = stage_text
+    result_rows = "\n".join(result_rows)
+    retrain = "\n".join(retrain)
+    heldout_final = "" if "heldout_ppl" not in s else \
+        f", `heldout.txt` **{s['heldout_ppl']:.2f}** ({s['heldout_tokens_scored']} tokens)"
+    ch = s.get("choice_full_cache")
+    choice_text = "" if not ch else f"""
+
+Next-sentence choice (`h2oflex eval choice --context prefill`, full cache) on
+`choice_next_sentence.jsonl`: acc {ch['acc']:.3f}, acc_norm {ch['acc_norm']:.3f} over {ch['n']}
+items (chance 0.25)."""
     text = f"""# opt-small-en
 
-A small OPT model trained from scratch on English prose, for the quality harness (perplexity,
-multiple choice) under KV eviction. Written by `tools/train_small_model.py`.
+A small OPT model trained on English prose, for the quality harness (perplexity, multiple
+choice) under KV eviction: from scratch, then in further warm-started stages. Written by
+`tools/train_small_model.py`.
 
 ## Data
 
@@ -602,33 +735,30 @@ input/output embeddings, dropout 0. {s['parameters']} parameters, `model.safeten
 ## Training
 
 Sequences of 513 tokens (`</s>` then 512 tokens from a random offset of the train stream, in
-which `</s>` also opens every document): 512 inputs, every position trained. Batch {s['batch']}
-sequences, AdamW (betas 0.9/0.98, weight decay 0.1 on matrices), peak learning rate {s['lr']},
-60 warm-up steps, cosine decay to 10%, gradient clipping 1.0, seed {SEED}, 2 threads, torch
-{s['torch']}, transformers {s['transformers']}. Budget {s['minutes']:g} minutes wall clock:
-{s['steps']} steps, {s['tokens_seen']} tokens seen ({s['epochs']:.1f} epochs) in
-{s['train_minutes']:.1f} minutes ({speed:.0f} tokens/s on average; the first steps measured
-{s.get('measured_tokens_per_s', 0):.0f}; about 2000 with two idle cores, less when other work
-shares them); the whole script took {s['total_minutes']:.1f} minutes.
+which `</s>` also opens every document): 512 inputs, every position trained. AdamW (betas
+0.9/0.98, weight decay 0.1 on matrices), warm-up then cosine decay to 10% of the peak learning
+rate, gradient clipping 1.0, seed {SEED}, 2 threads. Each stage stops by wall clock; a
+warm-started stage (`--init-from`) keeps the tokenizer, split and held-out files and starts a
+fresh optimizer and schedule from the previous weights.
 
-| step | tokens | validation ppl (first 12 windows) |
-|---|---|---|
-{hist}
+{stage_text}## Results
 
-## Results
+Perplexity over 512-token non-overlapping windows (`</s>` then 511 text tokens, stride 511;
+every text token scored; total NLL / tokens), HF `OPTForCausalLM` in float32. Attention against
+uniform: over {a['rows']} query rows of 8 validation windows (row 0 excluded), the mean entropy
+of an attention row (mean over heads), against {a['uniform_entropy_nats']:.2f} nats for a
+uniform distribution over the same causal prefix.
 
-Perplexity over 512-token non-overlapping windows (`</s>` then 511 text tokens; every text token
-scored; total NLL / tokens):
+| after | validation ppl | train ppl | held-out ppl | attention entropy per layer (nats) | mean / uniform | largest prob. per layer | choice acc (full cache) |
+|---|---|---|---|---|---|---|---|
+{result_rows}
 
-- validation: **{s['val_ppl']:.2f}** ({s['val_tokens_scored']} tokens)
-- train: {s['train_ppl']:.2f} ({s['train_tokens_scored']} tokens from 60 windows spread over the
-  train stream)
-
-Attention against uniform: over {a['rows']} query rows of 8 validation windows (row 0
-excluded), the mean entropy of an attention row is {a['entropy_nats_mean']:.2f} nats (per layer
-{layers}), against {a['uniform_entropy_nats']:.2f} nats for a uniform distribution over the same
-causal prefix ({ratio:.0%} of it): {verdict}. Mean largest probability per row, per layer:
-{maxp}.
+Final model: validation **{s['val_ppl']:.2f}** ({s['val_tokens_scored']} tokens), train
+{s['train_ppl']:.2f} ({s['train_tokens_scored']} tokens from 60 windows spread over the train
+stream){heldout_final}. Attention:
+mean entropy {a['entropy_nats_mean']:.2f} nats (per layer {layers}) against
+{a['uniform_entropy_nats']:.2f} uniform ({ratio:.0%} of it): {verdict}. Mean largest
+probability per row, per layer: {maxp}.{choice_text}
 
 ## Files for the harness
 
@@ -647,10 +777,11 @@ apt-get install {s['package']}
 python3 -m venv /tmp/hfvenv
 /tmp/hfvenv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
 /tmp/hfvenv/bin/pip install transformers safetensors tokenizers
-/tmp/hfvenv/bin/python tools/train_small_model.py --minutes {s['minutes']:g}
+{retrain}
 ```
 
-Training stops by wall clock, so the step count (and the weights) depend on the machine's speed.
+Each stage stops by wall clock, so the step counts (and the weights) depend on the machine's
+speed; the figures above are those of the committed weights.
 """
     with open(os.path.join(args.out, "README.md"), "w") as f:
         f.write(text)
