@@ -47,6 +47,10 @@ import matplotlib.pyplot as plt
 doc = json.load(open(sys.argv[1]))
 tasks = doc["tasks"]
 fig, axes = plt.subplots(1, len(tasks), figsize=(4.2 * len(tasks), 3.6), squeeze=False)
+# One colour per policy in every panel (a policy that is n/a on a task must not shift the others).
+cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+colour = {pol: cycle[i % len(cycle)] for i, pol in enumerate(doc["policies"])}
+handles = {}
 for ax, task in zip(axes[0], tasks):
     key = "perplexity" if task["kind"] == "perplexity" else "acc"
     for pol in doc["policies"]:
@@ -54,17 +58,17 @@ for ax, task in zip(axes[0], tasks):
         if not cells:
             continue
         if cells[0]["budget"] is None:
-            ax.axhline(cells[0][key], color="black", linestyle="--", label=pol)
+            h = ax.axhline(cells[0][key], color="black", linestyle="--", label=pol)
         else:
-            ax.plot([c["budget"] for c in cells], [c[key] for c in cells], marker="o", label=pol)
+            h, = ax.plot([c["budget"] for c in cells], [c[key] for c in cells], marker="o",
+                         color=colour[pol], label=pol)
+        handles.setdefault(pol, h)
     ax.set_xlabel("KV budget (fraction of the sequence)")
     ax.set_ylabel(key)
     ax.set_title(task["name"])
-    if key == "perplexity":
-        ax.set_yscale("log")
-axes[0][0].legend(fontsize=7)
+fig.legend(handles.values(), handles.keys(), loc="center right", fontsize=8)
 fig.suptitle(doc["suite"] + ": " + doc["model"])
-fig.tight_layout()
+fig.tight_layout(rect=(0, 0, 0.88, 1))
 fig.savefig(sys.argv[2], dpi=110)
 )PY";
 
