@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
-"""Trains a small English OPT model (and its tokenizer) for the quality harness.
+"""Trains a small English model (OPT, or LLaMA with GQA) for the quality harness.
 
-Output, models/trained/opt-small-en/:
+Output of the default --arch opt, models/trained/opt-small-en/:
   config.json, model.safetensors              OPTForCausalLM, f32, pre-LayerNorm, tied embeddings
   tokenizer.json, vocab.json, merges.txt,     byte-level BPE trained here, OPT's conventions
   tokenizer_config.json, special_tokens_map.json
   heldout.txt                                 plain text from the held-out documents
   choice_next_sentence.jsonl                  next-sentence multiple choice on held-out documents
   train_stats.json, README.md                 data, hyperparameters, results, the retrain command
+
+--arch llama writes models/trained/llama-small-en/ with the same files: LlamaForCausalLM, f32,
+4 attention heads sharing 2 key-value heads (grouped-query attention), SwiGLU, RMSNorm, rotary
+positions, tied embeddings. It trains no tokenizer: the tokenizer files, heldout.txt and
+choice_next_sentence.jsonl are copied from --tokenizer-from (by default
+models/trained/opt-small-en), so both models read the same text as the same tokens and are scored
+on the same held-out files.
 
 The text is the English documentation that Debian's `python3.11-doc` package ships, read from its
 reStructuredText sources (/usr/share/doc/python3.11/html/_sources/**/*.rst.txt) and cleaned
@@ -20,6 +27,7 @@ It needs the package and a throwaway virtual environment OUTSIDE the repository:
     apt-get install python3.11-doc
     python3 -m venv /tmp/hfvenv
     /tmp/hfvenv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu
+        # if that index is unreachable: /tmp/hfvenv/bin/pip install torch   (wheel from PyPI)
     /tmp/hfvenv/bin/pip install transformers safetensors tokenizers
 
     /tmp/hfvenv/bin/python tools/train_small_model.py               # ~42 minutes on 2 cores
@@ -29,16 +37,24 @@ It needs the package and a throwaway virtual environment OUTSIDE the repository:
     /tmp/hfvenv/bin/python tools/train_small_model.py --init-from models/trained/opt-small-en \
         --minutes 42
 
---init-from DIR starts from DIR's weights with a fresh optimizer and a fresh warm-up + cosine
-schedule. It reuses DIR's tokenizer (tokenizer.json) instead of training one, and copies (or, when
---out is DIR, leaves untouched) DIR's tokenizer files, heldout.txt and choice_next_sentence.jsonl,
-so the held-out files stay valid; the document split is the same path hash as always. The stages
-so far are carried over from DIR's train_stats.json into the new one.
+    # the LLaMA/GQA model, from scratch on one thread, with opt-small-en's tokenizer and files
+    /tmp/hfvenv/bin/python tools/train_small_model.py --arch llama \
+        --tokenizer-from models/trained/opt-small-en --threads 1 --minutes 40
+
+--init-from DIR starts from DIR's weights (DIR written with the same --arch) with a fresh
+optimizer and a fresh warm-up + cosine schedule. It reuses DIR's tokenizer (tokenizer.json)
+instead of training one, and copies (or, when --out is DIR, leaves untouched) DIR's tokenizer
+files, heldout.txt and choice_next_sentence.jsonl, so the held-out files stay valid; the document
+split is the same path hash as always. The stages so far are carried over from DIR's
+train_stats.json into the new one. --tokenizer-from DIR reuses and copies the same files but
+starts the model from scratch, with no stages carried over. Either way the train and validation
+token counts are checked against DIR's train_stats.json.
 
 Training stops on wall-clock (--minutes): the first steps measure the speed, the step count is
 sized to the budget, and the learning-rate schedule advances by whichever of step / total steps
 and elapsed / budget is further along, so the decay ends by the deadline even when the machine
 slows down. Seeds are fixed; the number of steps (and so the weights) depends on the speed.
+--threads sets torch's thread count (2 by default).
 """
 
 import argparse
@@ -57,10 +73,12 @@ import time
 import torch
 import transformers
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import OPTConfig, OPTForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, OPTConfig, OPTForCausalLM
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT_DIR = os.path.join(REPO, "models", "trained", "opt-small-en")
+OUT_DIRS = {"opt": os.path.join(REPO, "models", "trained", "opt-small-en"),
+            "llama": os.path.join(REPO, "models", "trained", "llama-small-en")}
+TOKENIZER_FROM_REL = "models/trained/opt-small-en"  # --arch llama's default --tokenizer-from
 PACKAGE = "python3.11-doc"
 SOURCE_DIR = "/usr/share/doc/python3.11/html/_sources"
 
@@ -72,6 +90,12 @@ SEED = 1234
 
 ARCH = dict(vocab_size=6144, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
             ffn_dim=1024, max_position_embeddings=SEQ, word_embed_proj_dim=256)
+LLAMA_ARCH = dict(vocab_size=6144, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=688, max_position_embeddings=SEQ)
+LLAMA_RMS_EPS = 1e-5
+LLAMA_ROPE_THETA = 10000.0
+ARCHS = {"opt": ARCH, "llama": LLAMA_ARCH}
+MODEL_CLASSES = {"opt": OPTForCausalLM, "llama": LlamaForCausalLM}
 
 HELDOUT_TOKENS = 30000
 CHOICE_ITEMS = 200
@@ -272,7 +296,19 @@ def encode(tok, text):
 
 # ---------------------------------------------------------------- model
 
-def make_model(vocab_size):
+def make_model(vocab_size, arch_name="opt"):
+    if arch_name == "llama":
+        arch = dict(LLAMA_ARCH, vocab_size=vocab_size)
+        config = LlamaConfig(pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
+                             hidden_act="silu", rms_norm_eps=LLAMA_RMS_EPS,
+                             rope_parameters={"rope_type": "default",
+                                              "rope_theta": LLAMA_ROPE_THETA},
+                             attention_bias=False, mlp_bias=False, attention_dropout=0.0,
+                             tie_word_embeddings=True, **arch)
+        config._attn_implementation = "sdpa"
+        model = LlamaForCausalLM(config)
+        assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+        return model
     arch = dict(ARCH, vocab_size=vocab_size)
     config = OPTConfig(pad_token_id=PAD_ID, bos_token_id=BOS_ID, eos_token_id=EOS_ID,
                        activation_function="relu", dropout=0.0, attention_dropout=0.0,
@@ -404,8 +440,12 @@ def choice_tasks(docs, count, seed):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--arch", choices=sorted(ARCHS), default="opt",
+                        help="OPTForCausalLM (default) or LlamaForCausalLM with 2 KV heads (GQA)")
     parser.add_argument("--minutes", type=float, default=40.0, help="training wall-clock budget")
-    parser.add_argument("--out", default=OUT_DIR, help="output directory")
+    parser.add_argument("--out", default=None,
+                        help="output directory (default models/trained/opt-small-en, or "
+                             "models/trained/llama-small-en for --arch llama)")
     parser.add_argument("--source", default=SOURCE_DIR, help="reST sources of " + PACKAGE)
     parser.add_argument("--batch", type=int, default=8, help="sequences of 512 tokens per step")
     parser.add_argument("--lr", type=float, default=1.5e-3)
@@ -413,12 +453,22 @@ def main():
     parser.add_argument("--warmup", type=int, default=60, help="learning-rate warm-up steps")
     parser.add_argument("--init-from", default=None, metavar="DIR",
                         help="warm start from DIR's weights and tokenizer (a further stage)")
+    parser.add_argument("--tokenizer-from", default=None, metavar="DIR",
+                        help="from scratch, but with DIR's tokenizer and held-out files "
+                             f"(--arch llama without --init-from: {TOKENIZER_FROM_REL})")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--choice-json", default=None, metavar="FILE",
                         help="with --readme-only: record the accuracy from this "
                              "`h2oflex eval choice --json` output in train_stats.json first")
     parser.add_argument("--readme-only", action="store_true",
                         help="rewrite README.md from the output's train_stats.json, no training")
     args = parser.parse_args()
+    if args.out is None:
+        args.out = OUT_DIRS[args.arch]
+    if args.init_from and args.tokenizer_from:
+        parser.error("--init-from already brings the tokenizer; give one of the two")
+    if args.arch == "llama" and not args.init_from and not args.tokenizer_from:
+        args.tokenizer_from = TOKENIZER_FROM_REL
     if args.readme_only:
         with open(os.path.join(args.out, "train_stats.json")) as f:
             stats = json.load(f)
@@ -436,7 +486,7 @@ def main():
         return
 
     t_start = time.time()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(SEED)
     random.seed(SEED)
 
@@ -447,20 +497,25 @@ def main():
         print(f"{k}: {len(v)} documents, {chars / 1e6:.2f} M characters", flush=True)
 
     os.makedirs(args.out, exist_ok=True)
+    arch = ARCHS[args.arch]
+    model_class = MODEL_CLASSES[args.arch]
     init = os.path.abspath(args.init_from) if args.init_from else None
-    same_dir = init is not None and os.path.samefile(init, args.out)
-    if init is None:
+    # The directory whose tokenizer and held-out files are reused: --init-from or --tokenizer-from.
+    inherit = init or (os.path.abspath(args.tokenizer_from) if args.tokenizer_from else None)
+    same_dir = inherit is not None and os.path.samefile(inherit, args.out)
+    if inherit is None:
         tok = train_tokenizer(texts["train"], ARCH["vocab_size"])
         write_tokenizer(tok, args.out)
         prev_stages = []
     else:
-        tok = Tokenizer.from_file(os.path.join(init, "tokenizer.json"))
+        tok = Tokenizer.from_file(os.path.join(inherit, "tokenizer.json"))
+        assert tok.get_vocab_size() == arch["vocab_size"], tok.get_vocab_size()
         if not same_dir:
             for name in INHERITED:
-                shutil.copyfile(os.path.join(init, name), os.path.join(args.out, name))
-        with open(os.path.join(init, "train_stats.json")) as f:
+                shutil.copyfile(os.path.join(inherit, name), os.path.join(args.out, name))
+        with open(os.path.join(inherit, "train_stats.json")) as f:
             prev_stats = json.load(f)
-        prev_stages = stages(prev_stats)
+        prev_stages = stages(prev_stats) if init is not None else []
 
     train_stream = []
     for t in texts["train"]:
@@ -469,7 +524,7 @@ def main():
     train_chars = sum(len(t) for t in texts["train"])
     print(f"train tokens {len(train_stream)} ({train_chars / len(train_stream):.2f} chars/token), "
           f"validation tokens {len(val_stream)}", flush=True)
-    if init is not None:
+    if inherit is not None:
         assert len(train_stream) == prev_stats["train_tokens"], "train split or tokenizer differs"
         assert len(val_stream) == prev_stats["validation_tokens"], "validation split differs"
     val_wins = windows(val_stream)
@@ -477,13 +532,16 @@ def main():
     train_eval_wins = windows(train_stream[1:])[:: max(1, len(train_stream) // SEQ // 60)][:60]
 
     if init is None:
-        model = make_model(ARCH["vocab_size"])
+        model = make_model(arch["vocab_size"], args.arch)
     else:
-        model = OPTForCausalLM.from_pretrained(init, torch_dtype=torch.float32)
-        for k, v in ARCH.items():
+        with open(os.path.join(init, "config.json")) as f:
+            init_type = json.load(f)["model_type"]
+        assert init_type == args.arch, f"--init-from {init} is a {init_type} model; give --arch"
+        model = model_class.from_pretrained(init, torch_dtype=torch.float32)
+        for k, v in arch.items():
             assert getattr(model.config, k) == v, (k, getattr(model.config, k), v)
         set_attention(model, "sdpa")
-        assert model.lm_head.weight.data_ptr() == model.model.decoder.embed_tokens.weight.data_ptr()
+        assert model.lm_head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
         if "heldout_ppl" not in prev_stages[-1]:  # the starting point's held-out figure
             with open(os.path.join(init, "heldout.txt"), encoding="utf-8") as f:
                 prev_stages[-1]["heldout_ppl"] = evaluate(
@@ -573,7 +631,7 @@ def main():
     size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
     assert size <= 20e6, size
 
-    if init is None:
+    if inherit is None:
         ho_text, ho_tokens = heldout_text(tok, docs["heldout"], HELDOUT_TOKENS)
         with open(os.path.join(args.out, "heldout.txt"), "w", encoding="utf-8") as f:
             f.write(ho_text)
@@ -610,6 +668,7 @@ def main():
         "torch": torch.__version__, "transformers": transformers.__version__,
         "heldout_ppl": heldout_ppl, "heldout_tokens_scored": heldout_count,
         "warmup": warmup, "init_from": args.init_from,
+        "arch": args.arch, "tokenizer_from": args.tokenizer_from, "threads": args.threads,
     }
     stats["stages"] = prev_stages + [stage_record(stats)]
     with open(os.path.join(args.out, "train_stats.json"), "w") as f:
@@ -623,7 +682,8 @@ INHERITED = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.jso
              "special_tokens_map.json", "heldout.txt", "choice_next_sentence.jsonl")
 STAGE_KEYS = ("init_from", "minutes", "batch", "lr", "warmup", "steps", "tokens_seen", "epochs",
               "train_minutes", "total_minutes", "measured_tokens_per_s", "val_ppl", "train_ppl",
-              "heldout_ppl", "attention", "history", "choice_full_cache", "torch", "transformers")
+              "heldout_ppl", "attention", "history", "choice_full_cache", "torch", "transformers",
+              "arch", "tokenizer_from", "threads")
 
 
 def stage_record(s):
@@ -649,7 +709,9 @@ def write_readme(args, s):
         hist = "\n".join(f"| {h['step']} | {h['tokens'] / 1e6:.2f} M | {h['val_ppl_quick']:.2f} |"
                          for h in g["history"])
         origin = (f"warm-started from `{g['init_from']}` (the weights of stage {i - 1})"
-                  if g.get("init_from") else "from scratch (tokenizer trained first)")
+                  if g.get("init_from") else
+                  f"from scratch (tokenizer and held-out files from `{g['tokenizer_from']}`)"
+                  if g.get("tokenizer_from") else "from scratch (tokenizer trained first)")
         stage_text += f"""### Stage {i}: {origin}
 
 Batch {g['batch']} sequences, peak learning rate {g['lr']}, {g.get('warmup', 60)} warm-up steps,
@@ -676,8 +738,14 @@ budget {g['minutes']:g} minutes; torch {g['torch']}, transformers {g['transforme
             f"{', '.join('%.2f' % x for x in ga['max_prob_per_layer'])} | "
             f"{'%.3f' % ch['acc'] if ch else '-'} |")
         cmd = "/tmp/hfvenv/bin/python tools/train_small_model.py"
+        if g.get("arch", "opt") != "opt":
+            cmd += f" --arch {g['arch']}"
         if g.get("init_from"):
             cmd += f" --init-from {g['init_from']}"
+        if g.get("tokenizer_from"):
+            cmd += f" --tokenizer-from {g['tokenizer_from']}"
+        if g.get("threads", 2) != 2:
+            cmd += f" --threads {g['threads']}"
         if g["batch"] != 8:
             cmd += f" --batch {g['batch']}"
         if g["lr"] != 1.5e-3:
@@ -696,11 +764,60 @@ budget {g['minutes']:g} minutes; torch {g['torch']}, transformers {g['transforme
 Next-sentence choice (`h2oflex eval choice --context prefill`, full cache) on
 `choice_next_sentence.jsonl`: acc {ch['acc']:.3f}, acc_norm {ch['acc_norm']:.3f} over {ch['n']}
 items (chance 0.25)."""
-    text = f"""# opt-small-en
-
+    arch_name = s.get("arch", "opt")
+    threads = sorted({g.get("threads", 2) for g in st})
+    threads_text = (f"{threads[0]} thread{'s' if threads[0] != 1 else ''}" if len(threads) == 1
+                    else "threads " + " / ".join(str(g.get("threads", 2)) for g in st) +
+                    " by stage")
+    model_class = MODEL_CLASSES[arch_name].__name__
+    if arch_name == "llama":
+        la = LLAMA_ARCH
+        heads, kv = la["num_attention_heads"], la["num_key_value_heads"]
+        tok_from = st[0].get("tokenizer_from") or TOKENIZER_FROM_REL
+        intro = f"""\
+A small LLaMA-architecture model with grouped-query attention ({heads} query heads sharing {kv}
+key-value heads), trained on English prose for the quality harness (perplexity, multiple choice)
+under KV eviction on a GQA cache. It has the data split, tokenizer and held-out files of
+`{tok_from}`, so both models are scored on the same tokens. Written by
+`tools/train_small_model.py --arch llama`."""
+        tokenizer_text = f"""\
+The files of `{tok_from}` (`--tokenizer-from`), copied unchanged: byte-level BPE
+(Hugging Face `tokenizers`, GPT-2 pre-tokenizer regex, `add_prefix_space` false), trained there
+on the train split only, vocabulary {la['vocab_size']}. OPT's ids: `<s>`=0, `<pad>`=1, `</s>`=2,
+`<unk>`=3; only `<pad>` and `</s>` are added special tokens; `</s>` (id 2) is both BOS and EOS
+and is prepended to every encoding (GPT2Tokenizer with `add_bos_token`); `config.json` names the
+same ids (`bos_token_id` and `eos_token_id` 2, `pad_token_id` 1)."""
+        model_text = f"""\
+`LlamaForCausalLM`, float32: hidden {la['hidden_size']}, {la['num_hidden_layers']} layers, \
+{heads} attention heads of {la['hidden_size'] // heads} dimensions
+sharing {kv} key-value heads (grouped-query attention, {heads // kv} query heads per KV head: the \
+KV cache holds
+{kv} heads per layer), SwiGLU MLP of {la['intermediate_size']} (SiLU gate), RMSNorm \
+(eps {LLAMA_RMS_EPS:g}) before attention, MLP and
+head, rotary position embeddings over the whole head (theta {LLAMA_ROPE_THETA:g}), \
+max_position_embeddings {la['max_position_embeddings']},
+no biases, tied input/output embeddings, dropout 0. {s['parameters']} parameters, \
+`model.safetensors`
+{s['model_bytes'] / 1e6:.2f} MB."""
+    else:
+        intro = """\
 A small OPT model trained on English prose, for the quality harness (perplexity, multiple
 choice) under KV eviction: from scratch, then in further warm-started stages. Written by
-`tools/train_small_model.py`.
+`tools/train_small_model.py`."""
+        tokenizer_text = f"""\
+Byte-level BPE (Hugging Face `tokenizers`, GPT-2 pre-tokenizer regex, `add_prefix_space` false),
+trained on the train split only, vocabulary {ARCH['vocab_size']}. OPT's ids: `<s>`=0, `<pad>`=1,
+`</s>`=2, `<unk>`=3; only `<pad>` and `</s>` are added special tokens; `</s>` (id 2) is both BOS
+and EOS and is prepended to every encoding (GPT2Tokenizer with `add_bos_token`, as OPT)."""
+        model_text = f"""\
+`OPTForCausalLM`, float32: hidden {ARCH['hidden_size']}, {ARCH['num_hidden_layers']} layers,
+{ARCH['num_attention_heads']} heads, FFN {ARCH['ffn_dim']}, ReLU, pre-LayerNorm
+(`do_layer_norm_before: true`), max_position_embeddings {ARCH['max_position_embeddings']}, tied
+input/output embeddings, dropout 0. {s['parameters']} parameters, `model.safetensors`
+{s['model_bytes'] / 1e6:.2f} MB."""
+    text = f"""# {os.path.basename(OUT_DIRS[arch_name])}
+
+{intro}
 
 ## Data
 
@@ -719,32 +836,25 @@ Held-out documents: {', '.join(s['heldout_documents'])}.
 
 ## Tokenizer
 
-Byte-level BPE (Hugging Face `tokenizers`, GPT-2 pre-tokenizer regex, `add_prefix_space` false),
-trained on the train split only, vocabulary {ARCH['vocab_size']}. OPT's ids: `<s>`=0, `<pad>`=1,
-`</s>`=2, `<unk>`=3; only `<pad>` and `</s>` are added special tokens; `</s>` (id 2) is both BOS
-and EOS and is prepended to every encoding (GPT2Tokenizer with `add_bos_token`, as OPT).
+{tokenizer_text}
 
 ## Model
 
-`OPTForCausalLM`, float32: hidden {ARCH['hidden_size']}, {ARCH['num_hidden_layers']} layers,
-{ARCH['num_attention_heads']} heads, FFN {ARCH['ffn_dim']}, ReLU, pre-LayerNorm
-(`do_layer_norm_before: true`), max_position_embeddings {ARCH['max_position_embeddings']}, tied
-input/output embeddings, dropout 0. {s['parameters']} parameters, `model.safetensors`
-{s['model_bytes'] / 1e6:.2f} MB.
+{model_text}
 
 ## Training
 
 Sequences of 513 tokens (`</s>` then 512 tokens from a random offset of the train stream, in
 which `</s>` also opens every document): 512 inputs, every position trained. AdamW (betas
 0.9/0.98, weight decay 0.1 on matrices), warm-up then cosine decay to 10% of the peak learning
-rate, gradient clipping 1.0, seed {SEED}, 2 threads. Each stage stops by wall clock; a
+rate, gradient clipping 1.0, seed {SEED}, {threads_text}. Each stage stops by wall clock; a
 warm-started stage (`--init-from`) keeps the tokenizer, split and held-out files and starts a
 fresh optimizer and schedule from the previous weights.
 
 {stage_text}## Results
 
 Perplexity over 512-token non-overlapping windows (`</s>` then 511 text tokens, stride 511;
-every text token scored; total NLL / tokens), HF `OPTForCausalLM` in float32. Attention against
+every text token scored; total NLL / tokens), HF `{model_class}` in float32. Attention against
 uniform: over {a['rows']} query rows of 8 validation windows (row 0 excluded), the mean entropy
 of an attention row (mean over heads), against {a['uniform_entropy_nats']:.2f} nats for a
 uniform distribution over the same causal prefix.
