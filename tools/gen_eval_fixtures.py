@@ -196,14 +196,12 @@ def gap_summary(gaps):
     g = min(gaps, key=lambda x: x[0])
     r = min(gaps, key=lambda x: x[1])
     return {
-  "decisions_with_choice" : len(gaps),
-                            "min_abs_gap" : g[0],
-                                            "min_abs_gap_at"
-      : {"layer" : g[2], "head" : g[3], "t" : g[4], "rel_gap" : g[1]},
-        "min_rel_gap" : r[1],
-                        "min_rel_gap_at" : {
-    "layer" : r[2], "head" : r[3], "t" : r[4], "abs_gap" : r[0]
-  }}
+        "decisions_with_choice": len(gaps),
+        "min_abs_gap": g[0],
+        "min_abs_gap_at": {"layer": g[2], "head": g[3], "t": g[4], "rel_gap": g[1]},
+        "min_rel_gap": r[1],
+        "min_rel_gap_at": {"layer": r[2], "head": r[3], "t": r[4], "abs_gap": r[0]},
+    }
 
 
 def round_list(xs):
@@ -265,8 +263,7 @@ def main():
                    "recent_only": (0, n // 5)}
         for off in range(first, len(tokens) - n, OFFSET_STEP):
             ids = [BOS_ID] + tokens[off:off + n - 1]
-            got = {
-  name: ref.stream(ids, h, r) for name, (h, r) in budgets.items()}
+            got = {name: ref.stream(ids, h, r) for name, (h, r) in budgets.items()}
             all_gaps = [g for name in budgets for g in got[name][3]]
             summary = gap_summary(got["h2o_20"][3])
             print(f"  window n={n} offset {off}: h2o_20 {summary.get('decisions_with_choice')} "
@@ -282,13 +279,8 @@ def main():
         diff = (got["h2o_full"][0] - hf_l[:-1].double()).abs().max().item()
         stream_diffs.append(diff)
         assert diff < MAX_LOGIT_DIFF, diff
-        entry = {
-    "text_offset" : off,
-                    "n" : n,
-                          "ids" : ids,
-                                  "full_nll" : round_list(full_nll),
-                                               "full_nll_mean" : sum(full_nll) / len(full_nll),
-                                               "budgets" : {}}
+        entry = {"text_offset": off, "n": n, "ids": ids, "full_nll": round_list(full_nll),
+                 "full_nll_mean": sum(full_nll) / len(full_nll), "budgets": {}}
         for name, (h, r) in budgets.items():
             logits, kept_scored, kept_all, gaps = got[name]
             nll = nll_of(logits, ids)
