@@ -11,7 +11,7 @@ import sys
 
 FLOORS = [
     ["runtime/core"],
-    ["runtime/cpu", "runtime/cuda"],
+    ["runtime/cpu", "runtime/cuda", "runtime/dist"],
     ["runtime/ops"],
     ["offload", "models", "policy"],
     ["engine"],
