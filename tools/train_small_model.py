@@ -847,8 +847,9 @@ Held-out documents: {', '.join(s['heldout_documents'])}.
 Sequences of 513 tokens (`</s>` then 512 tokens from a random offset of the train stream, in
 which `</s>` also opens every document): 512 inputs, every position trained. AdamW (betas
 0.9/0.98, weight decay 0.1 on matrices), warm-up then cosine decay to 10% of the peak learning
-rate, gradient clipping 1.0, seed {SEED}, {threads_text}. Each stage stops by wall clock; a
-warm-started stage (`--init-from`) keeps the tokenizer, split and held-out files and starts a
+rate, gradient clipping 1.0, seed {SEED}, {threads_text}. Each stage sizes its step count to
+its wall-clock budget from the speed of its first steps (it can end early when the machine
+speeds up later); a warm-started stage (`--init-from`) keeps the tokenizer, split and held-out files and starts a
 fresh optimizer and schedule from the previous weights.
 
 {stage_text}## Results
@@ -890,8 +891,8 @@ python3 -m venv /tmp/hfvenv
 {retrain}
 ```
 
-Each stage stops by wall clock, so the step counts (and the weights) depend on the machine's
-speed; the figures above are those of the committed weights.
+Each stage's step count follows the machine's speed, so the step counts (and the weights)
+depend on it; the figures above are those of the committed weights.
 """
     with open(os.path.join(args.out, "README.md"), "w") as f:
         f.write(text)
