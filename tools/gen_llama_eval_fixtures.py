@@ -35,6 +35,8 @@ import torch
 import transformers
 from transformers import AutoTokenizer, LlamaForCausalLM
 
+from gen_eval_fixtures import hf_logits, nll_of  # the OPT fixture's conventions, shared
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_REL = os.path.join("models", "trained", "llama-small-en")
 FIXTURE_DIR = os.path.join(REPO, "tests", "fixtures", "eval")
@@ -42,18 +44,6 @@ FIXTURE_DIR = os.path.join(REPO, "tests", "fixtures", "eval")
 BOS_ID = 2
 PPL_WINDOW = 511  # text tokens per window (+ BOS = 512)
 WINDOWS = 4       # the first windows of heldout.txt
-
-
-def nll_of(logits, ids):
-    """Per-token NLL of ids[1:] from logits rows 0..n-2 (log_softmax in float64)."""
-    lp = torch.log_softmax(logits.to(torch.float64), -1)
-    target = torch.tensor(ids[1:])
-    return (-lp[torch.arange(len(target)), target]).tolist()
-
-
-@torch.no_grad()
-def hf_logits(model, ids):
-    return model(input_ids=torch.tensor([ids])).logits[0].float()
 
 
 def main():

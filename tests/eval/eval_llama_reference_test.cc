@@ -8,57 +8,31 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <optional>
 
 #include "engine/generator.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/model_source.h"
-#include "models/tokenizer/bpe_tokenizer.h"
-#include "tests/support/hf_fixtures.h"
+#include "tests/eval/trained_model_fixture.h"
 
 namespace h2oflex::eval {
 namespace {
 
-const std::string kRoot = testing_support::fixture_source_dir() + "/";
-
 const nlohmann::json& fixture() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(kRoot + "tests/fixtures/eval/llama_expected.json");
-    return nlohmann::json::parse(in);
-  }();
+  static const nlohmann::json j = fixtures::load_eval_fixture("llama_expected.json");
   return j;
-}
-
-RunConfig model_config(const std::string& kv_yaml) {
-  RunConfig c;
-  c.source = "test";
-  c.model = kRoot + fixture()["model_dir"].get<std::string>();
-  c.dummy = false;
-  c.compute_dtype = "f32";
-  c.compute_device = "cpu";
-  c.batch_size = 16;
-  c.kv_policy = policy::parse_kv_policy(YAML::Load(kv_yaml));
-  return c;
 }
 
 // The text tokens of heldout.txt: all of them, or those of the fixture's (first) windows.
 std::vector<int32_t> heldout_tokens(const std::string& model_dir, bool whole_text) {
   const nlohmann::json& ref = fixture()["heldout_perplexity"];
-  const BpeTokenizer tok = load_tokenizer(model_dir);
-  EXPECT_EQ(tok.bos_to_prepend(), std::optional<int32_t>(ref["bos"].get<int32_t>()))
-      << "the tokenizer prepends the BOS HF's did";
-  std::ifstream in(model_dir + "/" + ref["text"].get<std::string>(), std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false);
-  EXPECT_EQ(ids.size(), ref["tokens"].get<size_t>()) << "the tokenizer splits the text as HF did";
+  std::vector<int32_t> ids = fixtures::heldout_tokens(fixture(), model_dir);
   if (!whole_text) ids.resize(ref["windows"].size() * ref["window"].get<size_t>());
   return ids;
 }
 
 PerplexityResult heldout_perplexity(const std::string& kv_yaml, bool whole_text) {
   const nlohmann::json& ref = fixture()["heldout_perplexity"];
-  const RunConfig c = model_config(kv_yaml);
+  const RunConfig c = fixtures::trained_model_config(fixture(), kv_yaml);
   const ModelSource src = open_model_source(c.model, false, 0);
   const KvGeometry g = src.model->kv_geometry();
   EXPECT_EQ(g.query_heads, fixture()["model"]["num_attention_heads"].get<int64_t>());

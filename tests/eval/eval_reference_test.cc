@@ -7,39 +7,26 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <fstream>
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/eval/token_scorer.h"
 #include "experiments/model_source.h"
-#include "models/tokenizer/bpe_tokenizer.h"
-#include "tests/support/hf_fixtures.h"
+#include "tests/eval/trained_model_fixture.h"
 
 namespace h2oflex::eval {
 namespace {
 
-const std::string kRoot = testing_support::fixture_source_dir() + "/";
+using fixtures::heldout_tokens;
 
 const nlohmann::json& fixture() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(kRoot + "tests/fixtures/eval/expected.json");
-    return nlohmann::json::parse(in);
-  }();
+  static const nlohmann::json j = fixtures::load_eval_fixture("expected.json");
   return j;
 }
 
 RunConfig model_config(const std::string& kv_yaml) {
-  RunConfig c;
-  c.source = "test";
-  c.model = kRoot + fixture()["model_dir"].get<std::string>();
-  c.dummy = false;
-  c.compute_dtype = "f32";
-  c.compute_device = "cpu";
-  c.batch_size = 16;
-  c.kv_policy = policy::parse_kv_policy(YAML::Load(kv_yaml));
-  return c;
+  return fixtures::trained_model_config(fixture(), kv_yaml);
 }
 
 std::string counts(const char* policy, int heavy, int recent) {
@@ -51,11 +38,8 @@ std::string counts(const char* policy, int heavy, int recent) {
 TEST(EvalReference, HeldoutWindowsReproduceHuggingFace) {
   const nlohmann::json& ref = fixture()["heldout_perplexity"];
   const RunConfig c = model_config("{policy: full}");
-  const BpeTokenizer tok = load_tokenizer(c.model);
-  std::ifstream in(c.model + "/" + ref["text"].get<std::string>(), std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false);
-  ASSERT_EQ(ids.size(), ref["tokens"].get<size_t>()) << "the tokenizer splits the text as HF did";
+  std::vector<int32_t> ids = heldout_tokens(fixture(), c.model);
+  ASSERT_EQ(ids.size(), ref["tokens"].get<size_t>());
   const int window = ref["window"];
   constexpr size_t kWindows = 6;  // the whole text takes a minute; its first windows suffice
   ids.resize(kWindows * static_cast<size_t>(window));
@@ -79,10 +63,7 @@ TEST(EvalReference, HeldoutWindowsReproduceHuggingFace) {
 TEST(EvalReference, CoveringBudgetsReproduceTheFullCache) {
   const nlohmann::json& ref = fixture()["heldout_perplexity"];
   const RunConfig full_config = model_config("{policy: full}");
-  const BpeTokenizer tok = load_tokenizer(full_config.model);
-  std::ifstream in(full_config.model + "/" + ref["text"].get<std::string>(), std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false);
+  std::vector<int32_t> ids = heldout_tokens(fixture(), full_config.model);
   const int window = 128;
   ids.resize(2 * static_cast<size_t>(window));
   const ModelSource src = open_model_source(full_config.model, false, 0);
