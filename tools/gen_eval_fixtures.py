@@ -186,6 +186,20 @@ def hf_logits(model, ids):
     return model(input_ids=torch.tensor([ids])).logits[0].float()
 
 
+def heldout_tokens(model_dir):
+    """heldout.txt of model_dir as text tokens (no special tokens), the same from the model's
+    tokenizer.json and from HF's AutoTokenizer, which must prepend the BOS."""
+    tok = tokenizers.Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    with open(os.path.join(model_dir, "heldout.txt"), encoding="utf-8") as f:
+        text = f.read()
+    tokens = tok.encode(text, add_special_tokens=False).ids
+    auto = AutoTokenizer.from_pretrained(model_dir)
+    assert auto(text, add_special_tokens=False).input_ids == tokens, "AutoTokenizer disagrees"
+    assert auto("x").input_ids[0] == BOS_ID, "BOS must be prepended"
+    print(f"heldout.txt: {len(tokens)} tokens", file=sys.stderr)
+    return tokens
+
+
 def gaps_ok(gaps):
     return all(g >= MIN_GAP or r >= MIN_REL_GAP for g, r, *_ in gaps)
 
@@ -219,14 +233,7 @@ def main():
 
     with open(os.path.join(model_dir, "config.json")) as f:
         config = json.load(f)
-    tok = tokenizers.Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-    with open(os.path.join(model_dir, "heldout.txt"), encoding="utf-8") as f:
-        text = f.read()
-    tokens = tok.encode(text, add_special_tokens=False).ids
-    auto = AutoTokenizer.from_pretrained(model_dir)
-    assert auto(text, add_special_tokens=False).input_ids == tokens, "AutoTokenizer disagrees"
-    assert auto("x").input_ids[0] == BOS_ID, "BOS must be prepended"
-    print(f"heldout.txt: {len(tokens)} tokens", file=sys.stderr)
+    tokens = heldout_tokens(model_dir)
 
     hf = OPTForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
                                         attn_implementation="eager").eval()

@@ -33,9 +33,9 @@ import safetensors
 import tokenizers
 import torch
 import transformers
-from transformers import AutoTokenizer, LlamaForCausalLM
+from transformers import LlamaForCausalLM
 
-from gen_eval_fixtures import hf_logits, nll_of  # the OPT fixture's conventions, shared
+from gen_eval_fixtures import heldout_tokens, hf_logits, nll_of  # the OPT fixture's conventions, shared
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_REL = os.path.join("models", "trained", "llama-small-en")
@@ -58,15 +58,8 @@ def main():
         config = json.load(f)
     assert config["model_type"] == "llama", config["model_type"]
     assert config["num_key_value_heads"] < config["num_attention_heads"], "not a GQA model"
-    tok = tokenizers.Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-    with open(os.path.join(model_dir, "heldout.txt"), encoding="utf-8") as f:
-        text = f.read()
-    tokens = tok.encode(text, add_special_tokens=False).ids
-    auto = AutoTokenizer.from_pretrained(model_dir)
-    assert auto(text, add_special_tokens=False).input_ids == tokens, "AutoTokenizer disagrees"
-    assert auto("x").input_ids[0] == BOS_ID, "BOS must be prepended"
+    tokens = heldout_tokens(model_dir)
     assert len(tokens) >= WINDOWS * PPL_WINDOW, len(tokens)
-    print(f"heldout.txt: {len(tokens)} tokens", file=sys.stderr)
 
     hf = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
                                           attn_implementation="eager").eval()

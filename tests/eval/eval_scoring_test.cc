@@ -10,6 +10,7 @@
 #include "experiments/eval/perplexity.h"
 #include "experiments/eval/token_scorer.h"
 #include "experiments/model_source.h"
+#include "tests/eval/trained_model_fixture.h"
 #include "tests/support/hf_fixtures.h"
 #include "tests/support/scratch_dir.h"
 
@@ -19,15 +20,7 @@ namespace {
 using testing_support::kFixtures;
 
 RunConfig fixture_config(const std::string& dir, const std::string& kv_yaml = "{policy: full}") {
-  RunConfig c;
-  c.source = "test";
-  c.model = kFixtures + dir;
-  c.dummy = false;
-  c.compute_dtype = "f32";
-  c.compute_device = "cpu";
-  c.batch_size = 3;
-  c.kv_policy = policy::parse_kv_policy(YAML::Load(kv_yaml));
-  return c;
+  return fixtures::scoring_config(kFixtures + dir, kv_yaml, 3);
 }
 
 std::vector<SequenceScore> score(const RunConfig& c, const std::vector<ScoredSequence>& seqs) {

@@ -31,17 +31,24 @@ inline nlohmann::json load_eval_fixture(const std::string& file) {
   return nlohmann::json::parse(in);
 }
 
-// The fixture's model, f32 on the CPU, 16 sequences a block, under the KV policy `kv_yaml`.
-inline RunConfig trained_model_config(const nlohmann::json& fixture, const std::string& kv_yaml) {
+// The evaluator's configuration in the tests: `model_dir`, f32 on the CPU, `batch_size`
+// sequences a block, under the KV policy `kv_yaml`.
+inline RunConfig scoring_config(const std::string& model_dir, const std::string& kv_yaml,
+                                int batch_size) {
   RunConfig c;
   c.source = "test";
-  c.model = source_root() + fixture["model_dir"].get<std::string>();
+  c.model = model_dir;
   c.dummy = false;
   c.compute_dtype = "f32";
   c.compute_device = "cpu";
-  c.batch_size = 16;
+  c.batch_size = batch_size;
   c.kv_policy = policy::parse_kv_policy(YAML::Load(kv_yaml));
   return c;
+}
+
+// The fixture's trained model, 16 sequences a block.
+inline RunConfig trained_model_config(const nlohmann::json& fixture, const std::string& kv_yaml) {
+  return scoring_config(source_root() + fixture["model_dir"].get<std::string>(), kv_yaml, 16);
 }
 
 // The text tokens of the fixture's held-out text (heldout_perplexity.text in the model's
