@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "runtime/core/error.h"
 
@@ -81,6 +82,16 @@ void check_output_paths(const std::vector<NamedPath>& inputs,
                           "' are the same file; give them different names");
     }
   }
+}
+
+std::string beside_output(const std::string& output_path, const std::string& suffix) {
+  constexpr std::string_view kExtension = ".jsonl";
+  std::string base = output_path;
+  if (base.size() > kExtension.size() &&
+      base.compare(base.size() - kExtension.size(), kExtension.size(), kExtension) == 0) {
+    base.resize(base.size() - kExtension.size());
+  }
+  return base + suffix;
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -24,6 +24,10 @@ void check_output_paths(const std::vector<NamedPath>& inputs,
 // files in (tried the same way).
 void check_writable_directory(const std::string& dir, const std::string& what);
 
+// A file that belongs to a JSONL output: `OUT.jsonl` (or `OUT`) with `suffix` in place of the
+// extension, e.g. OUT.errors.jsonl, OUT.job.json.
+std::string beside_output(const std::string& output_path, const std::string& suffix);
+
 // Writes `text` to `path` through `path.tmp` + rename, so a reader never sees half a document and a
 // failure leaves neither a partial file nor the temp file behind. Throws IoError.
 void write_file_atomically(const std::string& path, const std::string& text);

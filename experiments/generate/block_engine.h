@@ -22,6 +22,9 @@ class BlockEngine {
   int block_size() const;
   std::vector<std::vector<int32_t>> run(const BlockWork& work);
   std::string describe() const;
+  PipelineDevice device() const { return device_; }
+  ops::ComputeType compute_type() const { return compute_; }
+  const std::optional<policy::Policy>& policy() const { return policy_; }  // none: in RAM
 
  private:
   RunConfig config_;

@@ -12,14 +12,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/output_paths.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::generate {
 
 std::string errors_path_for(const std::string& output_path) {
-  std::string base = output_path;
-  if (base.size() > 6 && base.substr(base.size() - 6) == ".jsonl") base.resize(base.size() - 6);
-  return base + ".errors.jsonl";
+  return beside_output(output_path, ".errors.jsonl");
 }
 
 void check_error_report_replaceable(const std::string& path) {

@@ -17,7 +17,8 @@ CLI::App* add_generate_subcommand(CLI::App& app, GenerateJobOptions& options) {
       ->required();
   cmd->add_option("--output", options.output,
                   "results, one JSON per line (appended; finished ids are skipped); bad input "
-                  "lines go to OUT.errors.jsonl")
+                  "lines go to OUT.errors.jsonl; the job's settings to OUT.job.json (a resume "
+                  "with other settings is refused)")
       ->required();
   cmd->add_option("--config", options.config_path,
                   "run configuration (YAML) as for `run`: policy, kv, compute_dtype, seed, "

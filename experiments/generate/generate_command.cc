@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/pipeline_device.h"
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
+#include "experiments/generate/job_record.h"
 #include "experiments/generate/stop_signal.h"
 #include "experiments/job_config.h"
 #include "experiments/model_source.h"
@@ -23,6 +25,7 @@
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/timer.h"
+#include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
 
@@ -42,18 +45,68 @@ void check_paths(const GenerateJobOptions& o) {
   std::ifstream in(o.input);
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read input file '", o.input, "': ", std::strerror(errno));
   const std::string errors = generate::errors_path_for(o.output);
+  const std::string record = generate::job_record_path_for(o.output);
   check_output_paths({{"--input", o.input}, {"--config", o.config_path}},
                      {{"--output", o.output},
                       {"the error report of --output", errors},
+                      {"the job record of --output", record},
                       {"--json", o.summary_json}});
   generate::check_error_report_replaceable(errors);
+  generate::read_job_record(record);  // refuses a file that is not a record (never overwritten)
+}
+
+bool has_content(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec) && fs::file_size(path, ec) > 0;
+}
+
+// `compute_dtype: auto` is measured on each start and can come out differently on a near tie;
+// a resumed job computes in the type it started with, so its results are all of one kind.
+void adopt_recorded_compute_type(const std::string& output, RunConfig& config) {
+  if (config.compute_dtype != "auto" || !has_content(output)) return;
+  const std::string path = generate::job_record_path_for(output);
+  const auto recorded = generate::read_job_record(path);
+  if (!recorded || !recorded->contains("compute_dtype")) return;
+  const nlohmann::ordered_json& type = (*recorded)["compute_dtype"];
+  H2OFLEX_INPUT_CHECK(type.is_string(), "job record '", path, "': compute_dtype is ", type.dump(),
+                      ", not a type name");
+  ops::parse_compute_dtype(type.get<std::string>(), path + ": compute_dtype");
+  config.compute_dtype = type.get<std::string>();
+  std::fprintf(stderr, "generate: compute_dtype auto is %s, the type this job started with (%s)\n",
+               config.compute_dtype.c_str(), path.c_str());
+}
+
+// The settings that decide the results (job_record.h); a model directory by its full path, so
+// `--model m` and `--model ./m` are one model.
+nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& model,
+                                    const generate::BlockEngine& engine,
+                                    const generate::JobSettings& s) {
+  std::error_code ec;
+  const bool is_dir = fs::is_directory(config.model, ec);
+  nlohmann::ordered_json j;
+  j["model"] = is_dir ? fs::weakly_canonical(config.model, ec).string() : model.description;
+  j["dummy"] = config.dummy;
+  j["compute_device"] = pipeline_device_name(engine.device());
+  j["compute_dtype"] = std::string(ops::compute_type_name(engine.compute_type()));
+  j["block_size"] = s.block_size;
+  j["grouping"] = s.group_by_length ? "length" : "none";
+  j["gen_len"] = s.defaults.max_new_tokens;
+  j["temperature"] = s.defaults.temperature;
+  j["top_p"] = s.defaults.top_p;
+  j["seed"] = s.seed;
+  j["stop_at_eos"] = config.stop_at_eos;
+  j["kv"] = config.kv_policy.summary();
+  // Placement does not change the results; 4-bit compression does.
+  j["compress_weight"] = engine.policy() && engine.policy()->compress_weight;
+  j["compress_cache"] = engine.policy() && engine.policy()->compress_cache;
+  return j;
 }
 
 }  // namespace
 
 int run_generate(const GenerateJobOptions& options) {
   check_paths(options);
-  const RunConfig config =
+  RunConfig config =
       load_job_config({"generate", options.config_path, options.model_dir, options.overrides},
                       [](YAML::Node& root) {
                         if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
@@ -61,6 +114,7 @@ int run_generate(const GenerateJobOptions& options) {
                         if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
                       });
   check_run_paths(config);
+  adopt_recorded_compute_type(options.output, config);
   const BpeTokenizer tokenizer = load_job_tokenizer(config.model, "generate");
 
   Stopwatch load_watch;
@@ -104,6 +158,7 @@ int run_generate(const GenerateJobOptions& options) {
     }
   }
   settings.progress_terminal = ::isatty(STDERR_FILENO) == 1;
+  settings.job_record = job_settings(config, model, engine, settings);
 
   generate::StopSignalGuard stop;
   settings.stop_requested = [&stop] { return stop.requested(); };

@@ -7,6 +7,7 @@
 #include "experiments/generate/completion.h"
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/job_input.h"
+#include "experiments/generate/job_record.h"
 #include "experiments/generate/progress_meter.h"
 #include "experiments/generate/result_log.h"
 #include "runtime/core/error.h"
@@ -27,6 +28,23 @@ std::string result_line(const std::string& id, const Completion& c, size_t promp
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A job with results keeps the settings it started with; a new (or empty) one records its own.
+void keep_job_record(const JobSettings& settings, bool has_results) {
+  const std::string path = job_record_path_for(settings.output_path);
+  const std::optional<nlohmann::ordered_json> recorded = read_job_record(path);
+  if (has_results && recorded) {
+    check_same_job(*recorded, settings.job_record, path, settings.output_path);
+    return;
+  }
+  if (has_results) {
+    std::fprintf(stderr,
+                 "generate: %s holds results but there is no job record %s; recording this run's "
+                 "settings, which the earlier results may not share\n",
+                 settings.output_path.c_str(), path.c_str());
+  }
+  write_job_record(path, settings.job_record);
+}
+
 }  // namespace
 
 uint64_t request_sampling_key(const std::string& id) {
@@ -43,6 +61,7 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
   summary.errors = static_cast<int64_t>(input.errors.size());
 
   ResultLog log = ResultLog::open(settings.output_path);  // locks the output first
+  if (!settings.job_record.is_null()) keep_job_record(settings, log.lines() > 0);
   summary.truncated_bytes = log.truncated_bytes();
   if (log.truncated_bytes() > 0) {
     std::fprintf(stderr, "generate: removed a partial last line (%lld bytes) from %s\n",

@@ -3,6 +3,8 @@
 // results durably, report progress, and stop cleanly between blocks when asked.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -49,6 +51,9 @@ struct JobSettings {
   bool progress_terminal = false;
   double progress_interval_s = 10.0;
   std::function<bool()> stop_requested;  // checked between blocks
+  // The settings that decide the results (job_record.h), kept in OUT.job.json: a job with results
+  // refuses other settings, a new one records these. Null: no record is kept.
+  nlohmann::ordered_json job_record;
 };
 
 struct JobSummary {
