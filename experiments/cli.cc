@@ -90,6 +90,11 @@ int cli_main(int argc, char** argv) {
   plan_cmd->add_option("--json", plan.json_out, "write the plan as JSON here");
   plan_cmd->add_flag("--allow-compression", plan.allow_compression,
                      "also consider 4-bit weights / KV cache (lossy: changes the outputs)");
+  plan_cmd->add_option("--stages", plan.stages,
+                       "pipeline stages, one machine each (the layers split evenly; default 1)");
+  plan_cmd->add_option("--stage-hardware", plan.stage_hardware,
+                       "one hardware profile per stage, in order (repeat; default: --hardware "
+                       "for every stage)");
 
   ExperimentOptions exp;
   CLI::App* exp_cmd =

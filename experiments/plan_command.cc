@@ -36,7 +36,34 @@ policy::Policy plan_policy(const policy::ModelShape& model, const policy::Hardwa
   return r.policy;
 }
 
+void print_policy(const policy::Policy& p) {
+  std::printf("batch: gpu_batch_size %d x num_gpu_batches %d = %d sequences\n", p.gpu_batch_size,
+              p.num_gpu_batches, p.block_size());
+  std::printf("weights:     gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.w_gpu, p.w_cpu,
+              p.w_disk());
+  std::printf("cache:       gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.cache_gpu, p.cache_cpu,
+              p.cache_disk());
+  std::printf("activations: gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.act_gpu, p.act_cpu,
+              p.act_disk());
+  std::printf("cpu_cache_compute: %s  overlap: %s\n", p.cpu_cache_compute ? "true" : "false",
+              p.overlap ? "true" : "false");
+  if (p.compress_weight || p.compress_cache) {
+    std::printf("4-bit compression: weights %s  cache %s\n", p.compress_weight ? "on" : "off",
+                p.compress_cache ? "on" : "off");
+  }
+  std::printf("percent (FlexGen order): %s\n", p.percent_string().c_str());
+}
+
+nlohmann::json policy_json(const policy::Policy& p) {
+  nlohmann::json pj;
+  for (const auto& [k, v] : policy::describe(p)) {
+    std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
+  }
+  return pj;
+}
+
 int run_plan(const PlanOptions& o) {
+  if (o.stages != 1 || !o.stage_hardware.empty()) return run_pipeline_plan(o);
   check_output_paths({{"--hardware", o.hardware_path}}, {{"--json", o.json_out}});
   const policy::HardwareProfile hw = policy::load_hardware_profile(o.hardware_path);
   const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
@@ -58,21 +85,7 @@ int run_plan(const PlanOptions& o) {
               static_cast<long>(m.heads), static_cast<long>(m.kv_heads),
               static_cast<long>(m.head_dim),
               format_bytes(m.kv_token_bytes(p.compress_cache)).c_str());
-  std::printf("batch: gpu_batch_size %d x num_gpu_batches %d = %d sequences\n", p.gpu_batch_size,
-              p.num_gpu_batches, p.block_size());
-  std::printf("weights:     gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.w_gpu, p.w_cpu,
-              p.w_disk());
-  std::printf("cache:       gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.cache_gpu, p.cache_cpu,
-              p.cache_disk());
-  std::printf("activations: gpu %5.1f%%  cpu %5.1f%%  disk %5.1f%%\n", p.act_gpu, p.act_cpu,
-              p.act_disk());
-  std::printf("cpu_cache_compute: %s  overlap: %s\n", p.cpu_cache_compute ? "true" : "false",
-              p.overlap ? "true" : "false");
-  if (p.compress_weight || p.compress_cache) {
-    std::printf("4-bit compression: weights %s  cache %s\n", p.compress_weight ? "on" : "off",
-                p.compress_cache ? "on" : "off");
-  }
-  std::printf("percent (FlexGen order): %s\n", p.percent_string().c_str());
+  print_policy(p);
   std::printf("predicted: prefill %.3f token/s  decode %.3f token/s  total %.3f token/s\n",
               e.prefill_tok_s, e.decode_tok_s, e.total_tok_s);
   std::printf(
@@ -86,17 +99,13 @@ int run_plan(const PlanOptions& o) {
   std::printf("searched %ld policies in %.2f s\n", r.evaluated, r.seconds);
   if (!o.json_out.empty()) {
     nlohmann::json j;
-    nlohmann::json pj;
-    for (const auto& [k, v] : policy::describe(p)) {
-      std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
-    }
     j["model"] = m.name;
     j["hardware"] = hw.name;
     j["prompt_len"] = o.prompt_len;
     j["gen_len"] = o.gen_len;
     j["kv"] = kv.summary();
     j["kv_heads"] = m.kv_heads;
-    j["policy"] = pj;
+    j["policy"] = policy_json(p);
     j["predicted"] = {{"prefill_tok_s", e.prefill_tok_s},
                       {"decode_tok_s", e.decode_tok_s},
                       {"total_tok_s", e.total_tok_s},

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/model_footprint.h"
 #include "policy/cost_model.h"
@@ -22,6 +25,10 @@ struct PlanOptions {
   policy::HardwareLimits limits;   // optional tighter budgets (0 = the profile's sizes)
   std::string json_out;            // optional: write the plan as JSON here
   bool allow_compression = false;  // also consider compress_weight / compress_cache
+  // Pipeline stages (policy/pipeline_cost.h): 1 = one machine. `stage_hardware` lists one
+  // profile per stage (empty: every stage is `hardware_path`'s machine).
+  int stages = 1;
+  std::vector<std::string> stage_hardware;
 };
 
 // The cost model's view (engine's model_shape_for) of a published model or of the model a
@@ -38,7 +45,16 @@ policy::Policy plan_policy(const policy::ModelShape& model, const policy::Hardwa
                            bool allow_compression = false);
 
 // Prints the plan (batch shape, percentages, delegation, predicted throughput, per-tier
-// memory) to stdout; returns the exit code.
+// memory) to stdout; returns the exit code. With stages > 1 (or stage profiles), the pipeline's
+// plan (run_pipeline_plan).
 int run_plan(const PlanOptions& options);
+
+// The pipeline plan: the policy every stage runs, each stage's layers, times, bytes sent and
+// memory, the pipeline's throughput and bubble, and one machine's best plan beside it.
+int run_pipeline_plan(const PlanOptions& options);
+
+// Shared by both plans: the policy's lines on stdout, and as JSON.
+void print_policy(const policy::Policy& p);
+nlohmann::json policy_json(const policy::Policy& p);
 
 }  // namespace h2oflex

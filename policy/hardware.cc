@@ -47,6 +47,8 @@ const Field kFields[] = {
     {"disk_write_op_s", &HardwareProfile::disk_write_op_s, 1.0, false},
     {"dequant_bdw_g", &HardwareProfile::dequant_bdw_g, kGiB, false, true},
     {"dequant_bdw_c", &HardwareProfile::dequant_bdw_c, kGiB, false, true},
+    {"stage_link_bdw", &HardwareProfile::stage_link_bdw, kGiB, false, true},
+    {"stage_link_latency_s", &HardwareProfile::stage_link_latency_s, 1.0, false},
 };
 
 }  // namespace
@@ -76,6 +78,11 @@ double HardwareProfile::dequant_rate_host() const {
   return dequant_bdw_c > 0 ? dequant_bdw_c : cpu_flops * kBytesPerFlop;
 }
 
+double HardwareProfile::stage_link_rate() const {
+  constexpr double kTenGigabitEthernet = 1.25e9;  // bytes/s
+  return stage_link_bdw > 0 ? stage_link_bdw : kTenGigabitEthernet;
+}
+
 double HardwareProfile::cpu_flops_real(int gbs, int64_t h1) const {
   const double a = std::max(0.0, std::log2(64.0 / std::max(gbs, 1)));
   const double b = std::max(0.0, std::log2(4096.0 / static_cast<double>(std::max<int64_t>(h1, 1))));
@@ -94,7 +101,8 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
                                  "mm_flops_g",       "bmm_flops_p",      "bmm_flops_g",
                                  "cpu_flops",        "cpu_flops_c1",     "cpu_flops_c2",
                                  "cpu_flops_c3",     "layer_overhead_s", "mm_flops_g_by_batch",
-                                 "disk_write_op_s",  "dequant_bdw_g",    "dequant_bdw_c"});
+                                 "disk_write_op_s",  "dequant_bdw_g",    "dequant_bdw_c",
+                                 "stage_link_bdw",   "stage_link_latency_s"});
   // clang-format on
   auto path = [&](const char* key) { return root + " " + key; };
   auto need = [&](const char* key) {
@@ -123,7 +131,8 @@ HardwareProfile parse_hardware_profile(const YAML::Node& node, const std::string
     } else {
       H2OFLEX_INPUT_CHECK(std::isfinite(v), path(f.key), ": ", v, " is not finite");
       const bool non_negative = f.member == &HardwareProfile::layer_overhead_s ||
-                                f.member == &HardwareProfile::disk_write_op_s;
+                                f.member == &HardwareProfile::disk_write_op_s ||
+                                f.member == &HardwareProfile::stage_link_latency_s;
       H2OFLEX_INPUT_CHECK(!non_negative || v >= 0, path(f.key), ": ", v, " must be >= 0");
     }
     hw.*(f.member) = v * f.unit;

@@ -38,6 +38,10 @@
 //     the output once, at write rates below the streaming read rate); the host at one byte per
 //     FLOP of cpu_flops (a 16-bit value costs a multiply and an add, 2 FLOP per 2 bytes, at the
 //     rate host attention runs at, which does the same per cached value)
+//   optional: stage_link_bdw (GiB/s), stage_link_latency_s   the link from this machine to the
+//     next pipeline stage's (`plan --stages`): hidden states go forward over it, token ids come
+//     back. Defaults: 10 Gbit Ethernet, 1.25e9 bytes/s (1.164 GiB/s), and 50 microseconds per
+//     message
 #pragma once
 
 #include <cstdint>
@@ -71,6 +75,10 @@ struct HardwareProfile {
   // (De)quantized output bytes per second of 4-bit compression, on the device and on the host;
   // 0: not given (the profile's defaults, dequant_rate_device / dequant_rate_host).
   double dequant_bdw_g = 0, dequant_bdw_c = 0;
+  // The link to the next pipeline stage: bytes/s (0: not given, the default) and seconds per
+  // message.
+  double stage_link_bdw = 0;
+  double stage_link_latency_s = 50e-6;
   // Decode GEMM rate (FLOP/s) measured at these GPU batch sizes, ascending. FlexGen's one
   // constant, fitted on a GPU at large batches, is right for a device that is saturated; a
   // CPU's rate keeps growing with the batch well past where one constant would be measured
@@ -85,6 +93,8 @@ struct HardwareProfile {
   // dequant_bdw_g / dequant_bdw_c, or their documented defaults when not given.
   double dequant_rate_device() const;
   double dequant_rate_host() const;
+  // stage_link_bdw, or 10 Gbit Ethernet's 1.25e9 bytes/s when not given.
+  double stage_link_rate() const;
 
   // Host attention rate for a GPU batch of `gbs` sequences of hidden size `h1`: FlexGen's fit,
   // cpu_flops * max(0.1, 1 + c1*a*b - c2*a - c3*b), a = log2(64/gbs)+, b = log2(4096/h1)+.

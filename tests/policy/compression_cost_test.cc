@@ -56,7 +56,9 @@ TEST(CompressionCost, LayerWeightBytesAreStorageFormats) {
       packed_hand += rows * packed_row(row);
     }
     EXPECT_DOUBLE_EQ(packed_sf, packed_hand) << h;
-    if (h == 4096) EXPECT_DOUBLE_EQ(packed_hand, 12.0 * h * h * 4.5 / 8);  // 4.5 bits a value
+    if (h == 4096) {
+      EXPECT_DOUBLE_EQ(packed_hand, 12.0 * h * h * 4.5 / 8);  // 4.5 bits a value
+    }
     EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(false), m.layer_weight_bytes());
     // Vectors (biases, norms) stay plain.
     EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(true), m.layer_weight_bytes() - plain + packed_sf)
@@ -82,7 +84,9 @@ TEST(CompressionCost, CompressCacheShrinksKvBytesByTheFormatsRatio) {
     const ModelShape m = opt(4, h, h == 4096 ? 32 : 4);
     const double head_dim = static_cast<double>(m.head_dim);
     const double ratio = packed_row(head_dim) / (2 * head_dim);
-    if (h == 4096) EXPECT_DOUBLE_EQ(ratio, 72.0 / 256);
+    if (h == 4096) {
+      EXPECT_DOUBLE_EQ(ratio, 72.0 / 256);
+    }
     EXPECT_DOUBLE_EQ(m.kv_token_bytes(true) / m.kv_token_bytes(false), ratio);
     EXPECT_DOUBLE_EQ(m.kv_token_bytes(true),
                      2.0 * m.kv_heads * kv_storage_format(DType::BF16, true).bytes(m.head_dim));
