@@ -1,24 +1,24 @@
 #include "policy/stage_shape.h"
 
+#include <algorithm>
 #include <map>
 
 #include "runtime/core/error.h"
 
 namespace h2oflex::policy {
 
-ModelShape stage_model_shape(const ModelShape& model, const StageRange& units) {
-  const ModelFootprint& full = model.footprint;
+StageFootprint stage_footprint(const ModelFootprint& full, const StageRange& units) {
   const size_t n_units = full.unit_tensors.size();
-  H2OFLEX_INPUT_CHECK(n_units == static_cast<size_t>(model.layers) + 2, "model '", model.name,
-                      "': footprint of ", n_units, " units for ", model.layers, " layers");
-  H2OFLEX_INPUT_CHECK(units.begin < units.end && units.end <= n_units, "model '", model.name,
-                      "': stage units [", units.begin, ", ", units.end, ") outside its ", n_units,
-                      " units");
+  H2OFLEX_INPUT_CHECK(n_units >= 3, "a footprint of ", n_units,
+                      " units has no embedding, layer and head");
+  H2OFLEX_INPUT_CHECK(units.begin < units.end && units.end <= n_units, "stage units [", units.begin,
+                      ", ", units.end, ") outside the model's ", n_units, " units");
   const size_t head = n_units - 1;
-  const bool first = units.contains(0), last = units.contains(head);
-
-  ModelShape s = model;
-  ModelFootprint& f = s.footprint;
+  StageFootprint st;
+  st.has_embedding = units.contains(0);
+  st.has_head = units.contains(head);
+  ModelFootprint& f = st.footprint;
+  f = full;
   f.tensor_bytes.clear();
   f.compressed_bytes.clear();
   f.unit_tensors.clear();
@@ -30,34 +30,42 @@ ModelShape stage_model_shape(const ModelShape& model, const StageRange& units) {
       if (fresh) {
         f.tensor_bytes.push_back(full.tensor_bytes[i]);
         if (!full.compressed_bytes.empty()) f.compressed_bytes.push_back(full.compressed_bytes[i]);
+        st.model_tensor.push_back(i);
       }
       tensors.push_back(it->second);
     }
     f.unit_tensors.push_back(std::move(tensors));
+    st.model_unit.push_back(static_cast<int>(u));
   };
-  if (first) {
-    take_unit(0);
-  } else {
-    f.unit_tensors.emplace_back();  // no embedding here
-  }
+  auto empty_unit = [&] {
+    f.unit_tensors.emplace_back();
+    st.model_unit.push_back(-1);
+  };
+  st.has_embedding ? take_unit(0) : empty_unit();
   int64_t layers = 0;
   for (size_t u = std::max<size_t>(units.begin, 1); u < std::min(units.end, head); ++u) {
     take_unit(u);
     ++layers;
   }
-  if (last) {
-    take_unit(head);
-  } else {
-    f.unit_tensors.emplace_back();  // no head here
-  }
-  H2OFLEX_INPUT_CHECK(layers >= 1, "model '", model.name, "': stage units [", units.begin, ", ",
-                      units.end, ") hold no decoder layer");
+  st.has_head ? take_unit(head) : empty_unit();
+  H2OFLEX_INPUT_CHECK(layers >= 1, "stage units [", units.begin, ", ", units.end,
+                      ") hold no decoder layer");
   f.layers = layers;
   f.fingerprint = 0;
   seal_footprint(f);
-  s.layers = layers;
-  s.other_param_count = first || last ? model.other_param_count : 0;
-  s.head_param_count = last ? model.head_param_count : 0;
+  return st;
+}
+
+ModelShape stage_model_shape(const ModelShape& model, const StageRange& units) {
+  H2OFLEX_INPUT_CHECK(model.footprint.unit_tensors.size() == static_cast<size_t>(model.layers) + 2,
+                      "model '", model.name, "': footprint of ",
+                      model.footprint.unit_tensors.size(), " units for ", model.layers, " layers");
+  StageFootprint st = stage_footprint(model.footprint, units);
+  ModelShape s = model;
+  s.layers = st.footprint.layers;
+  s.footprint = std::move(st.footprint);
+  s.other_param_count = st.has_embedding || st.has_head ? model.other_param_count : 0;
+  s.head_param_count = st.has_head ? model.head_param_count : 0;
   s.name = detail::concat(model.name, " units ", units.begin, "-", units.end - 1);
   return s;
 }
