@@ -7,6 +7,7 @@
 #include "engine/kv_home.h"
 #include "engine/layer_step.h"
 #include "engine/model_footprint.h"
+#include "engine/pipeline_stage.h"
 #include "engine/schedule.h"
 #include "engine/tier_set.h"
 #include "engine/weight_stream.h"
@@ -38,7 +39,16 @@ RunShape run_shape(const PipelineSpec& spec) {
   return r;
 }
 
-policy::MemoryPlan plan_for(const PipelineSpec& spec, const RunShape& r) {
+// Tags of the stages' messages, one per direction.
+constexpr int kHiddenTag = 1;  // stage j -> j + 1: a GPU batch's hidden states
+constexpr int kTokensTag = 2;  // last stage -> every other: a GPU batch's chosen token ids
+
+PipelineStage stage_of(const PipelineSpec& spec) {
+  return pipeline_stage(*spec.model, matrix_dtype_for(spec.gen.compute), spec.transport);
+}
+
+policy::MemoryPlan plan_for(const PipelineSpec& spec, const PipelineStage& stage,
+                            const RunShape& r) {
   policy::PlanShape shape;
   shape.prompt_len = r.padded.seq;
   shape.gen_len = spec.gen.gen_len;
@@ -46,8 +56,7 @@ policy::MemoryPlan plan_for(const PipelineSpec& spec, const RunShape& r) {
   shape.kv_format = kv_storage_format(spec.gen.kv_dtype, spec.policy.compress_cache);
   shape.separate_device = spec.device != PipelineDevice::Cpu;
   shape.gpu = spec.device == PipelineDevice::Cuda;
-  return policy::plan_memory(model_footprint(*spec.model, matrix_dtype_for(spec.gen.compute)),
-                             spec.policy, shape);
+  return policy::plan_memory(stage.part.footprint, spec.policy, shape);
 }
 
 class Pipeline final : public ScheduleHooks {
@@ -71,6 +80,14 @@ class Pipeline final : public ScheduleHooks {
 
  private:
   void step(bool prefill, int decode_step);
+  // Stages: a GPU batch's hidden rows from the previous stage / to the next; the token ids the
+  // last stage chose, to every other stage (and received by them at the end of a step).
+  void receive_hidden(int batch, Tensor& hidden);
+  void send_hidden(int batch, const Tensor& hidden);
+  void share_tokens(const std::vector<int32_t>& ids);
+  void receive_tokens();
+  void record_tokens(int batch, const std::vector<int32_t>& ids);
+  bool staged() const { return stage_.stages > 1; }
   void compute_embedding(const UnitWeights& w, int batch, Tensor& hidden);
   void compute_head(const UnitWeights& w, int batch, const Tensor& hidden);
   void compute_layer(const UnitWeights& w, int layer, int batch, int buf, Tensor& hidden);
@@ -81,11 +98,15 @@ class Pipeline final : public ScheduleHooks {
 
   const PipelineSpec& spec_;
   const DecoderModel& model_;
+  const PipelineStage stage_;
   RunShape shape_;
   int64_t gbs_, ngb_;
   policy::MemoryPlan plan_;
   DeviceUsageMeter gpu_usage_;  // before the tiers: its baseline is the card before the run
   TierSet tiers_;
+  // Stages on one machine share the weight layout: stage 0 builds (or checks) it while the others
+  // wait, then they open it (a barrier before theirs, one after stage 0's).
+  bool layout_turn_;
   WeightStream weights_;
   KvHome kv_;
   Activations act_;
@@ -107,18 +128,20 @@ class Pipeline final : public ScheduleHooks {
 Pipeline::Pipeline(const PipelineSpec& spec)
     : spec_(spec),
       model_(*spec.model),
+      stage_(stage_of(spec)),
       shape_(run_shape(spec)),
       gbs_(spec.policy.gpu_batch_size),
       ngb_(spec.policy.num_gpu_batches),
-      plan_(plan_for(spec, shape_)),
+      plan_(plan_for(spec, stage_, shape_)),
       gpu_usage_(spec.device),
       tiers_((policy::check_plan_fits(plan_, spec.policy, spec.limits), spec.device), plan_,
              spec.limits),
-      weights_(model_, matrix_dtype_for(spec.gen.compute), plan_,
+      layout_turn_(staged() && !stage_.first() ? (spec.transport->barrier(), true) : false),
+      weights_(model_, stage_, matrix_dtype_for(spec.gen.compute), plan_,
                WeightSourceSpec{spec.producer, spec.partial_producer, spec.weights_key,
                                 spec.policy.pin_weight},
                tiers_),
-      kv_(KvShape{model_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
+      kv_(KvShape{stage_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
                   model_.kv_geometry().head_dim, spec.gen.kv_dtype, spec.policy.compress_cache,
                   std::min(shape_.slots, shape_.padded.seq), spec.kv_log_compact_every},
           plan_, tiers_),
@@ -137,6 +160,7 @@ Pipeline::Pipeline(const PipelineSpec& spec)
   const char* names[kTierKinds] = {"device", "host", "disk"};
   for (int t = 0; t < kTierKinds; ++t) result_.planned_bytes[names[t]] = plan_.bytes[t];
   if (spec.io_fault_hook) tiers_.transfers().set_fault_hook(spec.io_fault_hook);
+  if (staged() && stage_.first()) spec.transport->barrier();  // the layout is ready
 }
 
 std::vector<int32_t> Pipeline::pads(int batch) const {
@@ -177,6 +201,12 @@ void Pipeline::compute_head(const UnitWeights& w, int batch, const Tensor& hidde
   const int64_t first_row = batch * gbs_;
   std::vector<int32_t> ids;
   choose_tokens(logits_, spec_.gen, first_row, prefill_ ? 0 : decode_step_ + 1, ids);
+  record_tokens(batch, ids);
+  if (staged()) share_tokens(ids);
+}
+
+void Pipeline::record_tokens(int batch, const std::vector<int32_t>& ids) {
+  const int64_t first_row = batch * gbs_;
   next_ids_[batch] = ids;
   const int32_t eos = model_.special_tokens().eos;
   for (int64_t i = 0; i < gbs_; ++i) {
@@ -185,6 +215,45 @@ void Pipeline::compute_head(const UnitWeights& w, int batch, const Tensor& hidde
     result_.tokens[seq].push_back(ids[i]);
     if (spec_.gen.stop_at_eos && ids[i] == eos) done_[seq] = true;
   }
+}
+
+void Pipeline::share_tokens(const std::vector<int32_t>& ids) {
+  for (int r = 0; r + 1 < stage_.stages; ++r) {
+    spec_.transport->send(ids.data(), ids.size() * sizeof(int32_t), r, kTokensTag);
+  }
+}
+
+void Pipeline::receive_tokens() {
+  std::vector<int32_t> ids(static_cast<size_t>(gbs_));
+  for (int b = 0; b < ngb_; ++b) {
+    spec_.transport->recv(ids.data(), ids.size() * sizeof(int32_t), stage_.stages - 1, kTokensTag);
+    record_tokens(b, ids);
+  }
+}
+
+// Hidden states cross as f32 rows through host memory (device -> host -> transport on a GPU).
+void Pipeline::receive_hidden(int batch, Tensor& hidden) {
+  (void)batch;  // batches arrive in the order both stages visit them
+  const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
+  if (hidden.device() == Device::CPU) {
+    spec_.transport->recv(hidden.raw(), bytes, stage_.rank - 1, kHiddenTag);
+    return;
+  }
+  Tensor host = Tensor::empty(hidden.shape(), DType::F32);
+  spec_.transport->recv(host.raw(), bytes, stage_.rank - 1, kHiddenTag);
+  ops::copy(host, hidden);
+}
+
+void Pipeline::send_hidden(int batch, const Tensor& hidden) {
+  (void)batch;
+  const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
+  if (hidden.device() == Device::CPU) {
+    spec_.transport->send(hidden.raw(), bytes, stage_.rank + 1, kHiddenTag);
+    return;
+  }
+  Tensor host = Tensor::empty(hidden.shape(), DType::F32);
+  ops::copy(hidden, host);
+  spec_.transport->send(host.raw(), bytes, stage_.rank + 1, kHiddenTag);
 }
 
 void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf, Tensor& hidden) {
@@ -215,14 +284,16 @@ void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf
 
 void Pipeline::compute(int unit, int batch, int buf) {
   const int64_t rows = prefill_ ? gbs_ * shape_.padded.seq : gbs_;
-  if (unit > 0) act_.load(batch, rows, phase_);
+  const bool receives = unit == stage_.first_unit() && !stage_.part.has_embedding;
+  if (unit > 0 && !receives) act_.load(batch, rows, phase_);
   Tensor hidden = act_.hidden(batch, rows);
+  if (receives) receive_hidden(batch, hidden);
   Stopwatch watch;
   const std::unique_ptr<UnitWeights> bound = weights_.bind(unit);
   const UnitWeights& w = *bound;
   if (unit == 0) {
     compute_embedding(w, batch, hidden);
-  } else if (unit == model_.head_unit()) {
+  } else if (unit == stage_.head_unit()) {
     compute_head(w, batch, hidden);
   } else {
     compute_layer(w, unit - 1, batch, buf, hidden);
@@ -230,19 +301,23 @@ void Pipeline::compute(int unit, int batch, int buf) {
   }
   ops::synchronize(tiers_.compute_device());  // timing, and the store below reads the result
   add_compute(unit, watch.elapsed());
-  if (unit < model_.head_unit()) act_.store(batch, rows, phase_);
+  if (unit == stage_.last_unit() && !stage_.part.has_head) {
+    send_hidden(batch, hidden);
+  } else if (unit < stage_.head_unit()) {
+    act_.store(batch, rows, phase_);
+  }
 }
 
 void Pipeline::add_compute(int unit, double seconds) {
   compute_s_ += seconds;
-  result_.unit_compute_s[phase_].of(unit, model_.head_unit()) += seconds;
+  result_.unit_compute_s[phase_].of(unit, stage_.head_unit()) += seconds;
 }
 
 void Pipeline::unit_done(int unit) {
-  result_.unit_wall_s[phase_].of(unit, model_.head_unit()) += unit_watch_.elapsed();
+  result_.unit_wall_s[phase_].of(unit, stage_.head_unit()) += unit_watch_.elapsed();
   unit_watch_.reset();
   if (!prefill_ || !spec_.on_progress) return;
-  spec_.on_progress({true, unit + 1, model_.units(), prefill_watch_.elapsed(), 0});
+  spec_.on_progress({true, unit + 1, stage_.head_unit() + 1, prefill_watch_.elapsed(), 0});
 }
 
 void Pipeline::step(bool prefill, int decode_step) {
@@ -250,12 +325,14 @@ void Pipeline::step(bool prefill, int decode_step) {
   decode_step_ = decode_step;
   phase_ = prefill ? "prefill" : "decode";
   StepShape s;
-  s.units = StageUnits{0, model_.head_unit(), 1, static_cast<int>(model_.layers())};
+  s.units =
+      StageUnits{stage_.first_unit(), stage_.last_unit(), 1, static_cast<int>(stage_.layers())};
   s.batches = static_cast<int>(ngb_);
   s.prefill = prefill;
   s.overlap = spec_.policy.overlap;
   unit_watch_.reset();
   run_step(*this, s);
+  if (staged() && !stage_.last()) receive_tokens();
 }
 
 PipelineResult Pipeline::run() {
@@ -313,7 +390,7 @@ PipelineResult Pipeline::run() {
 }  // namespace
 
 policy::MemoryPlan plan_pipeline(const PipelineSpec& spec) {
-  return plan_for(spec, run_shape(spec));
+  return plan_for(spec, stage_of(spec), run_shape(spec));
 }
 
 PipelineResult run_pipeline(const PipelineSpec& spec) {

@@ -26,6 +26,7 @@
 #include "offload/io/io_engine.h"
 #include "policy/memory_plan.h"
 #include "policy/run_policy.h"
+#include "runtime/dist/transport.h"
 
 namespace h2oflex {
 
@@ -56,9 +57,15 @@ struct PipelineSpec {
   // How a KV cache on disk is written back (tests): 0 = through the log, compacted by its rule;
   // N > 0 = through the log, compacted every N steps; -1 = scattered writes in place, no log.
   int kv_log_compact_every = 0;
+  // Pipeline stages (runtime/dist): with a transport of S > 1 processes, this process runs stage
+  // rank() of plan_stages — only its units' weights and its layers' KV cache are placed, hidden
+  // states come from the previous stage and go to the next, and the last stage sends every
+  // block's chosen token ids to all the others, so each one's result holds the tokens. Every
+  // process runs the same spec (prompts, policy, gen). Null (or one process): the whole model.
+  Transport* transport = nullptr;
 };
 
-// The plan run_pipeline would allocate for `spec` (nothing is allocated).
+// The plan run_pipeline would allocate for `spec` (nothing is allocated): this process's stage's.
 policy::MemoryPlan plan_pipeline(const PipelineSpec& spec);
 
 PipelineResult run_pipeline(const PipelineSpec& spec);

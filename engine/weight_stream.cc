@@ -7,15 +7,26 @@
 
 namespace h2oflex {
 
-WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
-                           const policy::MemoryPlan& plan, const WeightSourceSpec& source,
-                           TierSet& tiers)
+namespace {
+
+std::vector<TensorSpec> stage_specs(std::vector<TensorSpec> all, const PipelineStage& stage) {
+  std::vector<TensorSpec> mine;
+  for (size_t i : stage.part.model_tensor) mine.push_back(all.at(i));
+  return mine;
+}
+
+}  // namespace
+
+WeightStream::WeightStream(const DecoderModel& model, const PipelineStage& stage,
+                           DType matrix_dtype, const policy::MemoryPlan& plan,
+                           const WeightSourceSpec& source, TierSet& tiers)
     : model_(model),
+      stage_(stage),
       plan_(plan),
       tiers_(tiers),
       compressed_(std::find(plan.weights->compressed.begin(), plan.weights->compressed.end(),
                             true) != plan.weights->compressed.end()),
-      specs_(layout_specs(model, matrix_dtype, compressed_)) {
+      specs_(stage_specs(layout_specs(model, matrix_dtype, compressed_), stage)) {
   for (size_t i = 0; i < specs_.size(); ++i) {
     H2OFLEX_CHECK(specs_[i].bytes == plan.weights->bytes[i], "weights: '", specs_[i].name,
                   "' is stored in ", specs_[i].bytes, " bytes, the plan has ",
@@ -37,7 +48,8 @@ WeightStream::WeightStream(const DecoderModel& model, DType matrix_dtype,
   from.layout = layout_.get();
   if (!layout_) {
     from.fill = [this, producer = source.producer](size_t i, void* dst) {
-      produce_stored_tensor(model_.weight_specs()[i], specs_[i], producer, dst);
+      produce_stored_tensor(model_.weight_specs()[stage_.part.model_tensor[i]], specs_[i], producer,
+                            dst);
     };
   }
   store_ = std::make_unique<WeightStore>(
@@ -83,7 +95,7 @@ void WeightStream::check_disk_room(const std::string& layout_dir) const {
 
 std::vector<TransferHandle> WeightStream::prefetch(int unit, const std::string& phase) {
   std::vector<TransferHandle> handles;
-  const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
+  const auto& tensors = stage_.part.footprint.unit_tensors[static_cast<size_t>(unit)];
   for (size_t j = 0; j < tensors.size(); ++j) {
     const size_t i = tensors[j];
     if (!plan_.staged(plan_.weights->home[i])) continue;
@@ -95,7 +107,7 @@ std::vector<TransferHandle> WeightStream::prefetch(int unit, const std::string& 
 
 std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
   std::vector<Tensor> out;
-  const auto& tensors = model_.unit_tensors()[static_cast<size_t>(unit)];
+  const auto& tensors = stage_.part.footprint.unit_tensors[static_cast<size_t>(unit)];
   for (size_t j = 0; j < tensors.size(); ++j) {
     const size_t i = tensors[j];
     const TierKind home = plan_.weights->home[i];
@@ -107,7 +119,7 @@ std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
     // A compressed matrix is bound as its u8 rows: ops::linear dequantizes where it computes.
     out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
   }
-  return model_.bind(unit, out);
+  return model_.bind(stage_.part.model_unit[static_cast<size_t>(unit)], out);
 }
 
 }  // namespace h2oflex

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/model_layout.h"
+#include "engine/pipeline_stage.h"
 #include "engine/tier_set.h"
 #include "offload/weights/weight_store.h"
 
@@ -23,9 +24,11 @@ struct WeightSourceSpec {
 
 class WeightStream {
  public:
-  // Places every tensor in its planned home (writing or reusing the layout when any is on disk).
-  WeightStream(const DecoderModel& model, DType matrix_dtype, const policy::MemoryPlan& plan,
-               const WeightSourceSpec& source, TierSet& tiers);
+  // Places every tensor of `stage` in its planned home (writing or reusing the layout of the
+  // whole model when any is on disk). Units and tensor indices are the stage's (its footprint's;
+  // the plan is made from it).
+  WeightStream(const DecoderModel& model, const PipelineStage& stage, DType matrix_dtype,
+               const policy::MemoryPlan& plan, const WeightSourceSpec& source, TierSet& tiers);
   ~WeightStream();
   WeightStream(const WeightStream&) = delete;
   WeightStream& operator=(const WeightStream&) = delete;
@@ -40,10 +43,11 @@ class WeightStream {
   void check_disk_room(const std::string& layout_dir) const;
 
   const DecoderModel& model_;
+  const PipelineStage& stage_;
   const policy::MemoryPlan& plan_;
   TierSet& tiers_;
   bool compressed_;  // compress_weight: the compressible matrices are stored compressed
-  std::vector<TensorSpec> specs_;
+  std::vector<TensorSpec> specs_;  // per stage tensor
   std::unique_ptr<WeightLayout> layout_;
   std::unique_ptr<WeightStore> store_;
   void* workspace_[2] = {nullptr, nullptr};
