@@ -1,6 +1,7 @@
 #include "engine/pipeline.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "engine/activations.h"
 #include "engine/device_usage.h"
@@ -44,7 +45,46 @@ constexpr int kHiddenTag = 1;  // stage j -> j + 1: a GPU batch's hidden states
 constexpr int kTokensTag = 2;  // last stage -> every other: a GPU batch's chosen token ids
 
 PipelineStage stage_of(const PipelineSpec& spec) {
+  const int processes = spec.transport != nullptr ? spec.transport->size() : 1;
+  H2OFLEX_INPUT_CHECK(spec.policy.stages == 0 || spec.policy.stages == processes,
+                      "policy.stages: ", spec.policy.stages, " stages but the job has ", processes,
+                      " process", processes == 1 ? "" : "es", " (run it as `mpirun -np ",
+                      spec.policy.stages, " h2oflex ...`)");
   return pipeline_stage(*spec.model, matrix_dtype_for(spec.gen.compute), spec.transport);
+}
+
+// The micro-blocks of a stage's block: as given, or the most stages that can be busy at once
+// (the largest divisor of num_gpu_batches not above the stages). One process: the whole block.
+int micro_blocks_of(const PipelineSpec& spec, int stages) {
+  if (stages <= 1) return 1;
+  if (spec.policy.micro_blocks > 0) return spec.policy.micro_blocks;
+  int m = std::min(stages, spec.policy.num_gpu_batches);
+  while (spec.policy.num_gpu_batches % m != 0) --m;
+  return m;
+}
+
+// What every stage must agree on, or the stages' messages would not pair up: checked against
+// stage 0's, so a mismatch is named instead of hanging or mixing up tensors.
+void check_stages_agree(const PipelineSpec& spec, int micro_blocks, int64_t seq) {
+  const int64_t mine[] = {spec.policy.gpu_batch_size,
+                          spec.policy.num_gpu_batches,
+                          micro_blocks,
+                          static_cast<int64_t>(spec.prompts.size()),
+                          seq,
+                          spec.gen.gen_len,
+                          spec.projected_steps,
+                          spec.gen.stop_at_eos ? 1 : 0};
+  int64_t first[std::size(mine)];
+  std::copy(std::begin(mine), std::end(mine), first);
+  spec.transport->broadcast(first, sizeof first, 0);
+  const char* names[] = {"gpu_batch_size",  "num_gpu_batches",      "micro_blocks",
+                         "prompts",         "padded prompt length", "gen_len",
+                         "projected_steps", "stop_at_eos"};
+  for (size_t i = 0; i < std::size(mine); ++i) {
+    H2OFLEX_INPUT_CHECK(mine[i] == first[i], "pipeline stage ", spec.transport->rank(), ": ",
+                        names[i], " is ", mine[i], " here but ", first[i],
+                        " on stage 0 (every stage runs the same block)");
+  }
 }
 
 policy::MemoryPlan plan_for(const PipelineSpec& spec, const PipelineStage& stage,
@@ -85,7 +125,9 @@ class Pipeline final : public ScheduleHooks {
   void receive_hidden(int batch, Tensor& hidden);
   void send_hidden(int batch, const Tensor& hidden);
   void share_tokens(const std::vector<int32_t>& ids);
-  void receive_tokens();
+  // The token ids of micro-block m's batches, if they are still to come from the last stage.
+  void receive_tokens(int m);
+  void receive_all_tokens();
   void record_tokens(int batch, const std::vector<int32_t>& ids);
   bool staged() const { return stage_.stages > 1; }
   void compute_embedding(const UnitWeights& w, int batch, Tensor& hidden);
@@ -101,6 +143,8 @@ class Pipeline final : public ScheduleHooks {
   const PipelineStage stage_;
   RunShape shape_;
   int64_t gbs_, ngb_;
+  int micro_blocks_;              // the block's parts; each is ngb_ / micro_blocks_ GPU batches
+  std::vector<bool> tokens_due_;  // per micro-block: its last tokens are still to be received
   policy::MemoryPlan plan_;
   DeviceUsageMeter gpu_usage_;  // before the tiers: its baseline is the card before the run
   TierSet tiers_;
@@ -114,6 +158,7 @@ class Pipeline final : public ScheduleHooks {
 
   // The current step.
   bool prefill_ = true;
+  bool last_micro_block_ = true;  // progress is reported once per step, on the last one
   int decode_step_ = 0;
   std::string phase_ = "prefill";
 
@@ -132,7 +177,9 @@ Pipeline::Pipeline(const PipelineSpec& spec)
       shape_(run_shape(spec)),
       gbs_(spec.policy.gpu_batch_size),
       ngb_(spec.policy.num_gpu_batches),
-      plan_(plan_for(spec, stage_, shape_)),
+      micro_blocks_(micro_blocks_of(spec, stage_.stages)),
+      plan_(((staged() ? check_stages_agree(spec, micro_blocks_, shape_.padded.seq) : void()),
+             plan_for(spec, stage_, shape_))),
       gpu_usage_(spec.device),
       tiers_((policy::check_plan_fits(plan_, spec.policy, spec.limits), spec.device), plan_,
              spec.limits),
@@ -218,17 +265,26 @@ void Pipeline::record_tokens(int batch, const std::vector<int32_t>& ids) {
 }
 
 void Pipeline::share_tokens(const std::vector<int32_t>& ids) {
+  // Posted: a blocking send here, against the hidden states' direction, could wait on a stage
+  // that waits on its predecessor that waits on this one.
   for (int r = 0; r + 1 < stage_.stages; ++r) {
-    spec_.transport->send(ids.data(), ids.size() * sizeof(int32_t), r, kTokensTag);
+    spec_.transport->post(ids.data(), ids.size() * sizeof(int32_t), r, kTokensTag);
   }
 }
 
-void Pipeline::receive_tokens() {
+void Pipeline::receive_tokens(int m) {
+  if (!tokens_due_[static_cast<size_t>(m)]) return;
+  tokens_due_[static_cast<size_t>(m)] = false;
   std::vector<int32_t> ids(static_cast<size_t>(gbs_));
-  for (int b = 0; b < ngb_; ++b) {
+  const int per = static_cast<int>(ngb_) / micro_blocks_;
+  for (int b = m * per; b < (m + 1) * per; ++b) {
     spec_.transport->recv(ids.data(), ids.size() * sizeof(int32_t), stage_.stages - 1, kTokensTag);
     record_tokens(b, ids);
   }
+}
+
+void Pipeline::receive_all_tokens() {
+  for (int m = 0; m < micro_blocks_; ++m) receive_tokens(m);
 }
 
 // Hidden states cross as f32 rows through host memory (device -> host -> transport on a GPU).
@@ -316,7 +372,7 @@ void Pipeline::add_compute(int unit, double seconds) {
 void Pipeline::unit_done(int unit) {
   result_.unit_wall_s[phase_].of(unit, stage_.head_unit()) += unit_watch_.elapsed();
   unit_watch_.reset();
-  if (!prefill_ || !spec_.on_progress) return;
+  if (!prefill_ || !spec_.on_progress || !last_micro_block_) return;
   spec_.on_progress({true, unit + 1, stage_.head_unit() + 1, prefill_watch_.elapsed(), 0});
 }
 
@@ -327,12 +383,20 @@ void Pipeline::step(bool prefill, int decode_step) {
   StepShape s;
   s.units =
       StageUnits{stage_.first_unit(), stage_.last_unit(), 1, static_cast<int>(stage_.layers())};
-  s.batches = static_cast<int>(ngb_);
+  s.batches = static_cast<int>(ngb_) / micro_blocks_;
   s.prefill = prefill;
   s.overlap = spec_.policy.overlap;
-  unit_watch_.reset();
-  run_step(*this, s);
-  if (staged() && !stage_.last()) receive_tokens();
+  // Micro-block by micro-block: while this stage computes micro-block m, the next stage computes
+  // m - 1. A stage other than the last needs micro-block m's tokens of the previous step only
+  // when it starts m again (the embedding reads them), so it receives them then.
+  for (int m = 0; m < micro_blocks_; ++m) {
+    if (staged() && !stage_.last()) receive_tokens(m);
+    s.first_batch = m * s.batches;
+    last_micro_block_ = m + 1 == micro_blocks_;
+    unit_watch_.reset();
+    run_step(*this, s);
+    if (staged() && !stage_.last()) tokens_due_[static_cast<size_t>(m)] = true;
+  }
 }
 
 PipelineResult Pipeline::run() {
@@ -340,9 +404,14 @@ PipelineResult Pipeline::run() {
   result_.tokens.assign(n, {});
   done_.assign(n, false);
   next_ids_.assign(static_cast<size_t>(ngb_), {});
+  tokens_due_.assign(static_cast<size_t>(micro_blocks_), false);
+  result_.micro_blocks = micro_blocks_;
   TransferEngine& xfer = tiers_.transfers();
   xfer.reset_counters();
   tiers_.reset_peaks();
+  // Every stage has loaded its weights: the stages' clocks start together, so the first
+  // stage's prefill does not count the time the others took to get ready.
+  if (staged()) spec_.transport->barrier();
 
   Stopwatch watch;
   prefill_watch_.reset();
@@ -358,6 +427,9 @@ PipelineResult Pipeline::run() {
       spec_.projected_steps > 0 ? std::min(spec_.projected_steps, decode_steps) : decode_steps;
   watch.reset();
   for (int i = 0; i < to_run; ++i) {
+    // Whether every sequence has ended needs every sequence's last token: stages stopping at
+    // EOS meet at each step.
+    if (spec_.gen.stop_at_eos && staged()) receive_all_tokens();
     if (spec_.gen.stop_at_eos &&
         std::all_of(done_.begin(), done_.end(), [](bool d) { return d; })) {
       break;
@@ -369,6 +441,10 @@ PipelineResult Pipeline::run() {
       const double el = watch.elapsed();
       spec_.on_progress({false, i + 1, to_run, el, static_cast<double>(n) * (i + 1) / el});
     }
+  }
+  if (staged()) {
+    receive_all_tokens();
+    spec_.transport->wait_posted();
   }
   result_.decode_s = watch.elapsed();
   result_.stage_busy_s["decode"] = busy_between(after_prefill, busy_now(xfer, compute_s_));

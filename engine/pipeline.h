@@ -60,8 +60,10 @@ struct PipelineSpec {
   // Pipeline stages (runtime/dist): with a transport of S > 1 processes, this process runs stage
   // rank() of plan_stages — only its units' weights and its layers' KV cache are placed, hidden
   // states come from the previous stage and go to the next, and the last stage sends every
-  // block's chosen token ids to all the others, so each one's result holds the tokens. Every
-  // process runs the same spec (prompts, policy, gen). Null (or one process): the whole model.
+  // block's chosen token ids to all the others, so each one's result holds the tokens. The
+  // block goes through in policy.micro_blocks parts, so that several stages compute at once.
+  // Every process runs the same prompts, gen settings and block shape (checked: a mismatch is
+  // an InputError); placements may differ. Null (or one process): the whole model.
   Transport* transport = nullptr;
 };
 

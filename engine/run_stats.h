@@ -31,6 +31,9 @@ struct PipelineResult {
   double prefill_s = 0, decode_s = 0;
   bool projected = false;
   int decode_steps_run = 0;
+  // Pipeline stages: the parts this stage's block went through the stages in (policy
+  // micro_blocks, resolved); 1 in a single process.
+  int micro_blocks = 1;
   std::map<std::string, uint64_t> peak_bytes;     // per tier name
   std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
   // On a GPU, what cudaMemGetInfo reported in use (total - free): before the run allocated

@@ -21,12 +21,13 @@ void run_step(ScheduleHooks& hooks, const StepShape& s) {
     std::vector<TransferHandle> wnext;
     if (s.overlap && unit < u.last_unit) wnext = hooks.prefetch_weights(unit + 1);
     wait_all(wload);
-    for (int batch = 0; batch < s.batches; ++batch) {
-      const int buf = visit_buffer(unit, batch, s.batches);
+    for (int i = 0; i < s.batches; ++i) {
+      const int batch = s.first_batch + i;
+      const int buf = visit_buffer(unit, i, s.batches);
       if (decode && u.is_layer(unit) && cload.empty()) cload = hooks.load_kv(unit, batch, buf);
       wait_all(cload);
-      const int next_unit = batch + 1 < s.batches ? unit : unit + 1;
-      const int next_batch = batch + 1 < s.batches ? batch + 1 : 0;
+      const int next_unit = i + 1 < s.batches ? unit : unit + 1;
+      const int next_batch = s.first_batch + (i + 1 < s.batches ? i + 1 : 0);
       // The next visit's KV goes to the other buffer while this one computes: queued before the
       // compute starts (behind that buffer's pending store), so the copy overlaps all of it.
       if (s.overlap && decode && next_unit <= u.last_unit && u.is_layer(next_unit)) {

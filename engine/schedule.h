@@ -33,12 +33,16 @@ struct StageUnits {
 
 struct StepShape {
   StageUnits units;
-  int batches = 1;  // GPU batches per block
+  // The GPU batches this step visits: [first_batch, first_batch + batches) of the block (a
+  // pipeline stage visits its block one micro-block at a time, engine/pipeline.cc).
+  int first_batch = 0;
+  int batches = 1;
   bool prefill = true;
   bool overlap = true;
 };
 
-// Buffer of visit (unit, batch): consecutive visits alternate.
+// Buffer of visit (unit, batch), batch counted from the step's first: consecutive visits
+// alternate.
 inline int visit_buffer(int unit, int batch, int batches) {
   return (unit * batches + batch) % 2;
 }

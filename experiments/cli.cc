@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "experiments/bench_gemm.h"
 #include "experiments/bench_io.h"
@@ -16,6 +17,7 @@
 #include "experiments/run_command.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
+#include "runtime/dist/transport.h"
 
 namespace h2oflex {
 
@@ -33,6 +35,14 @@ MeasuredRow measure_row(const YAML::Node& row_config) {
   m.projected = r["projected"].get<bool>();
   m.details = r;
   return m;
+}
+
+// A failed command: its message and exit code; in a job of several processes, the message ends
+// every rank of the job (the others may be waiting on this one).
+int fail(int code, const char* kind, const char* what) {
+  if (in_multi_process_job()) job_transport()->abort_all(std::string(kind) + what);
+  std::fprintf(stderr, "%s%s\n", kind, what);
+  return code;
 }
 
 }  // namespace
@@ -141,6 +151,10 @@ int cli_main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
+    // Under mpirun every rank runs the same command; only `run` knows how to be one stage.
+    H2OFLEX_INPUT_CHECK(!in_multi_process_job() || run_cmd->parsed(),
+                        "under mpirun only `h2oflex run` runs as pipeline stages (",
+                        job_transport()->size(), " processes); run other commands as one process");
     if (run_cmd->parsed()) return run_command(run);
     if (bench_cmd->parsed()) return run_bench_compute(bc);
     if (bio_cmd->parsed()) {
@@ -163,14 +177,11 @@ int cli_main(int argc, char** argv) {
     }
     if (conv_cmd->parsed()) return run_convert(conv);
   } catch (const InputError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return fail(2, "error: ", e.what());
   } catch (const IoError& e) {
-    std::fprintf(stderr, "I/O error: %s\n", e.what());
-    return 1;
+    return fail(1, "I/O error: ", e.what());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return fail(1, "error: ", e.what());
   }
   return 0;
 }

@@ -11,14 +11,17 @@
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
+#include "engine/pipeline_stage.h"
 #include "experiments/memory_check.h"
 #include "experiments/model_source.h"
 #include "experiments/output_paths.h"
 #include "experiments/pipeline_progress.h"
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
+#include "experiments/stage_results.h"
 #include "policy/run_policy.h"
 #include "runtime/core/rng.h"
+#include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
@@ -149,7 +152,8 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   const PipelineDevice device =
       resolve_compute_device(c.compute_device, c.source + ": compute_device");
   const bool on_gpu = device == PipelineDevice::Cuda;
-  const ops::ComputeType ct = resolve_compute_type(c.compute_dtype, on_gpu);
+  // `auto` is measured by each process; the stages of a job compute in rank 0's choice.
+  const ops::ComputeType ct = agreed_by_job(resolve_compute_type(c.compute_dtype, on_gpu));
   const DType wdtype = matrix_dtype_for(ct);
   auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, model.vocab()) : c.prompt_ids;
   for (const auto& p : prompts) {
@@ -163,7 +167,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                       model.max_positions(), " positions");
   H2OFLEX_INPUT_CHECK(!plan_only || c.has_policy(), c.source,
                       ": --plan-only plans the block schedule; the config needs a policy");
-  std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
+  if (speaks_for_job()) std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
 
   GenerationSettings opt;
   opt.gen_len = c.gen_len;
@@ -182,6 +186,9 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["compute_device"] = pipeline_device_name(device);
   // On a GPU even a run without a policy goes through the pipeline: everything on the device,
   // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
+  H2OFLEX_INPUT_CHECK(!in_multi_process_job() || c.has_policy(), c.source, ": a run over ",
+                      in_multi_process_job() ? job_transport()->size() : 1,
+                      " processes (pipeline stages) needs a policy: section");
   if (c.has_policy() || on_gpu) {
     // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
     PipelineSpec spec;
@@ -204,7 +211,8 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     }
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
-    spec.on_progress = print_progress;
+    spec.transport = job_transport();
+    if (speaks_for_job()) spec.on_progress = print_progress;
     if (c.prompt_ids.empty()) {
       RunConfig block = c;
       block.batch_size = spec.policy.block_size();
@@ -215,9 +223,11 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                         spec.policy.gpu_batch_size, " x ", spec.policy.num_gpu_batches);
     spec.prompts = prompts;
     if (plan_only) return plan_only_result(c, model, wdtype, spec);
-    std::fprintf(stderr, "generating: block %d x %d, prompt %d, gen %d, policy %s ...\n",
-                 spec.policy.gpu_batch_size, spec.policy.num_gpu_batches, c.prompt_len, c.gen_len,
-                 spec.policy.summary().c_str());
+    if (speaks_for_job()) {
+      std::fprintf(stderr, "generating: block %d x %d, prompt %d, gen %d, policy %s ...\n",
+                   spec.policy.gpu_batch_size, spec.policy.num_gpu_batches, c.prompt_len, c.gen_len,
+                   spec.policy.summary().c_str());
+    }
     PipelineResult pr = run_pipeline(spec);
     out.tokens = pr.tokens;
     out.prefill_s = pr.prefill_s;
@@ -264,7 +274,14 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     for (const auto& [k, v] : policy::describe(spec.policy)) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
+    if (in_multi_process_job()) {
+      pj["stages"] = job_transport()->size();
+      pj["micro_blocks"] = pr.micro_blocks;
+    }
     r["policy"] = pj;
+    if (in_multi_process_job()) {
+      gather_stage_results(*spec.transport, pipeline_stage(model, wdtype, spec.transport), r);
+    }
     compress_weight = spec.policy.compress_weight;
     compress_cache = spec.policy.compress_cache;
   } else {
@@ -408,7 +425,7 @@ int run_command(const RunOptions& options) {
     results.push_back(std::move(result));
   }
   if (results.size() > 1 && !options.plan_only) print_comparison(results);
-  if (!options.json_out.empty()) {
+  if (!options.json_out.empty() && speaks_for_job()) {
     const nlohmann::json doc =
         results.size() == 1 ? results.front() : nlohmann::json{{"variants", results}};
     write_file_atomically(options.json_out, doc.dump(2) + "\n");

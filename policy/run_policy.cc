@@ -61,6 +61,8 @@ std::string Policy::summary() const {
   if (!pin_weight) os << " unpinned";
   if (compress_weight) os << " compress_weight";
   if (compress_cache) os << " compress_cache";
+  if (stages > 0) os << " stages " << stages;
+  if (micro_blocks > 0) os << " micro_blocks " << micro_blocks;
   return os.str();
 }
 
@@ -72,16 +74,21 @@ void validate_policy(const Policy& p, const std::string& path) {
   H2OFLEX_INPUT_CHECK(static_cast<int64_t>(p.gpu_batch_size) * p.num_gpu_batches <= (1 << 20), path,
                       ": block of ", p.gpu_batch_size, " x ", p.num_gpu_batches,
                       " sequences is absurdly large");
+  H2OFLEX_INPUT_CHECK(p.stages >= 0 && p.stages <= 4096, key_path(path, "stages"), ": ", p.stages,
+                      " must be in [1, 4096]");
+  H2OFLEX_INPUT_CHECK(p.micro_blocks == 0 || p.num_gpu_batches % p.micro_blocks == 0,
+                      key_path(path, "micro_blocks"), ": ", p.micro_blocks,
+                      " does not divide num_gpu_batches (", p.num_gpu_batches, ")");
   check_split(p.w_gpu, p.w_cpu, path, "weights");
   check_split(p.cache_gpu, p.cache_cpu, path, "cache");
   check_split(p.act_gpu, p.act_cpu, path, "activations");
 }
 
 Policy parse_policy(const YAML::Node& node, const std::string& path) {
-  require_mapping(
-      node, path,
-      {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations", "overlap",
-       "cpu_cache_compute", "pin_weight", "compress_weight", "compress_cache"});
+  require_mapping(node, path,
+                  {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations",
+                   "overlap", "cpu_cache_compute", "pin_weight", "compress_weight",
+                   "compress_cache", "stages", "micro_blocks"});
   Policy p;
   auto count = [&](const char* key, int& out) {
     if (!node[key]) return;
@@ -92,6 +99,8 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
   };
   count("gpu_batch_size", p.gpu_batch_size);
   count("num_gpu_batches", p.num_gpu_batches);
+  count("stages", p.stages);
+  count("micro_blocks", p.micro_blocks);
   if (node["weights"]) read_split(node["weights"], key_path(path, "weights"), p.w_gpu, p.w_cpu);
   if (node["cache"]) read_split(node["cache"], key_path(path, "cache"), p.cache_gpu, p.cache_cpu);
   if (node["activations"]) {

@@ -25,6 +25,11 @@ struct Policy {
   // FlexGen's 4-bit group-wise compression (runtime/core/quant4.h): the decoder layers' weight
   // matrices, and the KV cache rows.
   bool compress_weight = false, compress_cache = false;
+  // Pipeline stages (`mpirun -np S`, runtime/dist): `stages` must equal the job's processes
+  // when given (0: as many as there are); each stage takes its block in `micro_blocks` parts of
+  // num_gpu_batches / micro_blocks GPU batches, so that up to that many are in flight in
+  // different stages at once (0: the largest divisor of num_gpu_batches <= the stages).
+  int stages = 0, micro_blocks = 0;
 
   int block_size() const { return gpu_batch_size * num_gpu_batches; }
   double w_disk() const { return 100 - w_gpu - w_cpu; }

@@ -55,7 +55,11 @@ MpiTransport::MpiTransport(const MpiSession&, size_t max_message_bytes)
 MpiTransport::~MpiTransport() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized || comm_ == MPI_COMM_NULL) return;
+  for (auto& p : posted_) {
+    MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE);
+  }
+  MPI_Comm_free(&comm_);
 }
 
 void MpiTransport::check_peer(const char* what, size_t bytes, int peer, int tag) const {
@@ -114,7 +118,51 @@ void MpiTransport::recv(void* data, size_t bytes, int src, int tag) {
   }
 }
 
+void MpiTransport::post(const void* data, size_t bytes, int dst, int tag) {
+  check_peer("post", bytes, dst, tag);
+  release_finished_posts();
+  auto p = std::make_unique<Posted>();
+  p->header = bytes;
+  const auto* from = static_cast<const char*>(data);
+  p->data.assign(from, from + bytes);
+  p->requests.push_back(MPI_REQUEST_NULL);
+  check_mpi(MPI_Isend(&p->header, 1, MPI_UINT64_T, dst, tag, comm_, &p->requests.back()),
+            "MPI_Isend (header)");
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(max_message_bytes_, bytes - done);
+    p->requests.push_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Isend(p->data.data() + done, static_cast<int>(n), MPI_BYTE, dst, tag, comm_,
+                        &p->requests.back()),
+              "MPI_Isend");
+    done += n;
+    ++data_messages_sent_;
+  }
+  posted_.push_back(std::move(p));
+}
+
+void MpiTransport::release_finished_posts() {
+  while (!posted_.empty()) {
+    Posted& p = *posted_.front();
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(p.requests.size()), p.requests.data(), &done,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (!done) return;
+    posted_.pop_front();
+  }
+}
+
+void MpiTransport::wait_posted() {
+  for (auto& p : posted_) {
+    check_mpi(
+        MPI_Waitall(static_cast<int>(p->requests.size()), p->requests.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
+  }
+  posted_.clear();
+}
+
 void MpiTransport::barrier() {
+  release_finished_posts();
   check_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 

@@ -7,7 +7,11 @@
 #include <atomic>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 #include "runtime/dist/transport.h"
 
@@ -54,6 +58,10 @@ class MpiTransport final : public Transport {
   // send to self deadlocks once the message is too large to buffer).
   void send(const void* data, size_t bytes, int dst, int tag) override;
   void recv(void* data, size_t bytes, int src, int tag) override;
+  // MPI_Isend of a copy (header and data as send has them); finished posts are released on the
+  // next post, wait_posted, barrier, and in the destructor (which waits for the rest).
+  void post(const void* data, size_t bytes, int dst, int tag) override;
+  void wait_posted() override;
   void barrier() override;
   // Broadcasts root's byte count first: a rank that passed a different count throws
   // TransportError (and should abort_all: the others are already in the data broadcast).
@@ -70,6 +78,16 @@ class MpiTransport final : public Transport {
 
  private:
   void check_peer(const char* what, size_t bytes, int peer, int tag) const;
+  // Releases the posts whose messages have gone.
+  void release_finished_posts();
+
+  // A posted message: its copy and the requests of its header and data messages.
+  struct Posted {
+    uint64_t header = 0;
+    std::vector<char> data;
+    std::vector<MPI_Request> requests;
+  };
+  std::deque<std::unique_ptr<Posted>> posted_;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

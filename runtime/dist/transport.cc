@@ -30,4 +30,24 @@ void LocalTransport::abort_all(std::string_view message) {
   std::_Exit(1);
 }
 
+namespace {
+Transport* g_job_transport = nullptr;
+}  // namespace
+
+Transport* job_transport() {
+  return g_job_transport;
+}
+
+void set_job_transport(Transport* transport) {
+  g_job_transport = transport;
+}
+
+bool in_multi_process_job() {
+  return g_job_transport != nullptr && g_job_transport->size() > 1;
+}
+
+bool speaks_for_job() {
+  return g_job_transport == nullptr || g_job_transport->rank() == 0;
+}
+
 }  // namespace h2oflex

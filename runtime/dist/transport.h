@@ -32,6 +32,14 @@ class Transport {
   virtual void send(const void* data, size_t bytes, int dst, int tag) = 0;
   virtual void recv(void* data, size_t bytes, int src, int tag) = 0;
 
+  // A send that does not wait for the receiver: the bytes are copied and go in the background,
+  // in order with this pair's other messages of this tag; recv takes them as any other. For
+  // messages against the direction of the blocking sends (token ids from the last stage back to
+  // the others), where a blocking send would close a cycle of ranks each waiting on the next.
+  virtual void post(const void* data, size_t bytes, int dst, int tag) = 0;
+  // Returns once every posted message has been received.
+  virtual void wait_posted() = 0;
+
   // Collectives: every rank must call them, in the same order. broadcast copies root's
   // `bytes` bytes into every other rank's `data`; all ranks pass the same byte count.
   virtual void barrier() = 0;
@@ -50,11 +58,33 @@ class LocalTransport final : public Transport {
   int size() const override { return 1; }
   void send(const void* data, size_t bytes, int dst, int tag) override;
   void recv(void* data, size_t bytes, int src, int tag) override;
+  void post(const void* data, size_t bytes, int dst, int tag) override {
+    send(data, bytes, dst, tag);
+  }
+  void wait_posted() override {}
   void barrier() override {}
   void broadcast(void* data, size_t bytes, int root) override;
   // Prints "h2oflex: <message>" and exits with status 1 without running static destructors
   // (another thread may still be using them).
   [[noreturn]] void abort_all(std::string_view message) override;
 };
+
+// The transport of this process's job: set by main when the process is one rank of an
+// `mpirun -np S` job (MpiTransport), null in a single-process run. Commands pass it to the
+// engine (PipelineSpec::transport) and send their errors to its abort_all.
+Transport* job_transport();
+void set_job_transport(Transport* transport);
+// More than one process: this one is a stage of a pipeline-parallel job.
+bool in_multi_process_job();
+// Whether this process speaks for the job (progress, results, output files): the single
+// process, or rank 0 of a multi-process job.
+bool speaks_for_job();
+// Every rank's copy of rank 0's value (a setting each rank could otherwise decide differently,
+// e.g. one measured on the spot); the value itself in a single-process job.
+template <typename T>
+T agreed_by_job(T value) {
+  if (in_multi_process_job()) job_transport()->broadcast(&value, sizeof value, 0);
+  return value;
+}
 
 }  // namespace h2oflex

@@ -102,6 +102,13 @@ TEST_F(RunErrors, PercentagesThatDoNotSum) {
       "policy.weights");
 }
 
+TEST_F(RunErrors, StagesWithoutTheirProcessesAreRefused) {
+  expect_refused(
+      "model: opt-125m\ndummy: true\nprompt_len: 4\ngen_len: 2\n"
+      "policy: {gpu_batch_size: 1, num_gpu_batches: 2, weights: {cpu: 100}, stages: 2}\n",
+      "policy.stages: 2 stages but the job has 1 process (run it as `mpirun -np 2");
+}
+
 TEST_F(RunErrors, UnknownComputeDeviceIsNamed) {
   expect_refused("model: opt-125m\ncompute_device: tpu\n",
                  "compute_device: expected auto, cpu or cuda, got 'tpu'");

@@ -85,7 +85,9 @@ TEST_F(EvalCommandTest, PerplexityBadInputIsRefusedWithoutAResult) {
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
     }
-    if (o.json_out != o.input) EXPECT_FALSE(fs::exists(o.json_out)) << what;
+    if (o.json_out != o.input) {
+      EXPECT_FALSE(fs::exists(o.json_out)) << what;
+    }
   };
   write_text(dir() / "empty.txt", "");
   refused(options("empty.txt", "r.json"), "is empty");

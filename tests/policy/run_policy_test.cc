@@ -105,6 +105,24 @@ TEST(Policy, ErrorsNameTheFullKeyPath) {
             std::string::npos);
 }
 
+TEST(Policy, StagesAndMicroBlocks) {
+  const Policy p = parse_policy(YAML::Load("{num_gpu_batches: 6, stages: 3, micro_blocks: 3}"));
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.micro_blocks, 3);
+  EXPECT_NE(p.summary().find("stages 3 micro_blocks 3"), std::string::npos) << p.summary();
+  const Policy d = parse_policy(YAML::Load("{num_gpu_batches: 6}"));
+  EXPECT_EQ(d.stages, 0);        // as many as the job has processes
+  EXPECT_EQ(d.micro_blocks, 0);  // chosen by the pipeline
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{num_gpu_batches: 4, micro_blocks: 3}"));
+            }).find("policy.micro_blocks: 3 does not divide num_gpu_batches (4)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{stages: 0}"));
+            }).find("policy.stages: 0 must be in [1"),
+            std::string::npos);
+}
+
 TEST(Policy, AutoSection) {
   EXPECT_TRUE(parse_policy_section(YAML::Load("auto")).is_auto);
   EXPECT_FALSE(parse_policy_section(YAML::Load("{gpu_batch_size: 2}")).is_auto);
