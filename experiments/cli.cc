@@ -151,9 +151,11 @@ int cli_main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   try {
-    // Under mpirun every rank runs the same command; only `run` knows how to be one stage.
-    H2OFLEX_INPUT_CHECK(!in_multi_process_job() || run_cmd->parsed(),
-                        "under mpirun only `h2oflex run` runs as pipeline stages (",
+    // Under mpirun every rank runs the same command; `run` and `generate` know how to be one
+    // stage.
+    H2OFLEX_INPUT_CHECK(!in_multi_process_job() || run_cmd->parsed() || gen_cmd->parsed(),
+                        "under mpirun only `h2oflex run` and `h2oflex generate` run as pipeline "
+                        "stages (",
                         job_transport()->size(), " processes); run other commands as one process");
     if (run_cmd->parsed()) return run_command(run);
     if (bench_cmd->parsed()) return run_bench_compute(bc);

@@ -5,13 +5,19 @@
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
 #include "experiments/memory_check.h"
+#include "runtime/dist/transport.h"
 
 namespace h2oflex::generate {
 
 BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
     : config_(config), source_(source) {
   device_ = resolve_compute_device(config.compute_device, config.source + ": compute_device");
-  compute_ = resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda);
+  // `auto` is measured by each process; pipeline stages compute in rank 0's choice.
+  compute_ =
+      agreed_by_job(resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda));
+  H2OFLEX_INPUT_CHECK(!in_multi_process_job() || config.has_policy(), config.source,
+                      ": a job over ", in_multi_process_job() ? job_transport()->size() : 1,
+                      " processes (pipeline stages) needs a policy: section");
   weight_dtype_ = matrix_dtype_for(compute_);
   if (config.has_policy()) {
     policy_ = policy::parse_policy(config.policy, "policy");
@@ -77,6 +83,7 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   spec.policy = *policy_;
   spec.limits = limits_;
   spec.gen = opt;
+  spec.transport = job_transport();
   spec.prompts = work.prompts;
   spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
   if (!spec.gen.row_keys.empty()) {

@@ -16,6 +16,7 @@
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
 #include "experiments/generate/job_record.h"
+#include "experiments/generate/stage_blocks.h"
 #include "experiments/generate/stop_signal.h"
 #include "experiments/job_config.h"
 #include "experiments/model_source.h"
@@ -25,6 +26,7 @@
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/timer.h"
+#include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
@@ -102,17 +104,35 @@ nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& 
   return j;
 }
 
+RunConfig load_generate_config(const GenerateJobOptions& options) {
+  return load_job_config({"generate", options.config_path, options.model_dir, options.overrides},
+                         [](YAML::Node& root) {
+                           if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
+                           if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
+                           if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
+                         });
+}
+
+// A rank other than 0 of `mpirun -np S h2oflex generate`: its stage of every block rank 0 runs
+// (stage_blocks.h). It reads no input and writes no output. mpirun passes SIGINT / SIGTERM to
+// every rank: this one waits for rank 0, which ends the job after the block in flight.
+int follow_generate_job(const GenerateJobOptions& options) {
+  RunConfig config = load_generate_config(options);
+  check_run_paths(config);
+  const ModelSource model = open_model_source(config.model, config.dummy, config.seed);
+  generate::BlockEngine engine(config, model);
+  const generate::StopSignalGuard stop;
+  generate::follow_blocks(*job_transport(),
+                          [&engine](const generate::BlockWork& w) { return engine.run(w); });
+  return 0;
+}
+
 }  // namespace
 
 int run_generate(const GenerateJobOptions& options) {
+  if (!speaks_for_job()) return follow_generate_job(options);
   check_paths(options);
-  RunConfig config =
-      load_job_config({"generate", options.config_path, options.model_dir, options.overrides},
-                      [](YAML::Node& root) {
-                        if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
-                        if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
-                        if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
-                      });
+  RunConfig config = load_generate_config(options);
   check_run_paths(config);
   adopt_recorded_compute_type(options.output, config);
   const BpeTokenizer tokenizer = load_job_tokenizer(config.model, "generate");
@@ -162,8 +182,13 @@ int run_generate(const GenerateJobOptions& options) {
 
   generate::StopSignalGuard stop;
   settings.stop_requested = [&stop] { return stop.requested(); };
+  Transport* stages = in_multi_process_job() ? job_transport() : nullptr;
   const generate::JobSummary s = generate::run_generate_job(
-      settings, tokenizer, [&engine](const generate::BlockWork& w) { return engine.run(w); });
+      settings, tokenizer, [&engine, stages](const generate::BlockWork& w) {
+        if (stages != nullptr) generate::share_block(*stages, w);
+        return engine.run(w);
+      });
+  if (stages != nullptr) generate::share_end(*stages);
 
   const double tok_s = s.generate_s > 0 ? s.completion_tokens / s.generate_s : 0.0;
   std::fprintf(stderr,

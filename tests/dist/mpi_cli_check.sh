@@ -6,6 +6,8 @@
 #   kill     a rank killed with SIGKILL mid-decode ends the job within LIMIT_S seconds, nonzero,
 #            with mpiexec's report of the dead rank, and no rank left running
 #   error    a config error (no policy: section) ends every rank with the message, nonzero
+#   generate `h2oflex generate` on the demo model: the results of one process, and a job resumed
+#            after its first lines gives them too
 # Usage: mpi_cli_check.sh MODE NP H2OFLEX MPIEXEC NP_FLAG [MPIEXEC FLAGS...]
 set -euo pipefail
 mode=$1 np=$2 h2oflex=$3 mpiexec=$4 np_flag=$5
@@ -13,7 +15,7 @@ shift 5
 flags=("$@")
 limit_s=${LIMIT_S:-10}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
 
 fail() {
   echo "FAIL: $*" >&2
@@ -145,6 +147,36 @@ EOF
   ((rc != 124)) || fail "the job hung on a config error"
   grep -q "needs a policy: section" "$work/job.log" || fail "the message is missing"
   echo "ok: a config error ends the $np-rank job, status $rc"
+  ;;
+generate)
+  # The demo model, the same job as one process and as NP stages, then resumed as NP stages.
+  model="$(cd "$(dirname "$0")/../.." && pwd)/models/demo/opt-demo"
+  write_config "$work/gen.yaml" 8 6 50 100
+  sed -i '/^model:/d; /^dummy:/d; /^prompt_len:/d' "$work/gen.yaml"
+  for i in $(seq 1 11); do
+    echo "{\"id\": \"r$i\", \"prompt\": \"Request $i says$(printf ' word%.0s' $(seq 1 $((i % 5))))\", \"max_new_tokens\": $((3 + i % 4))}"
+  done >"$work/in.jsonl"
+  gen() {  # OUTPUT, then the launcher and binary
+    local out=$1
+    shift
+    "$@" generate --model "$model" --input "$work/in.jsonl" --config "$work/gen.yaml" --output "$out"
+  }
+  gen "$work/one.jsonl" "$h2oflex" >"$work/one.log" 2>&1 || fail "one process failed"
+  gen "$work/job.jsonl" mpi "$h2oflex" >"$work/job.log" 2>&1 || fail "the $np-rank job failed"
+  [[ $(wc -l <"$work/job.jsonl") -eq 11 ]] || fail "the job wrote $(wc -l <"$work/job.jsonl") lines, not 11"
+  diff <(sort "$work/one.jsonl") <(sort "$work/job.jsonl") >"$work/diff.log" ||
+    fail "the $np-rank job's results differ from one process's"
+  [[ $(grep -c "generate: [0-9]* requests in" "$work/job.log") -eq 1 ]] ||
+    fail "more than one rank ran the job"
+  # Resume: a job that wrote its first block (or part of it) and was stopped.
+  head -n 3 "$work/job.jsonl" >"$work/resumed.jsonl"
+  cp "$work/job.job.json" "$work/resumed.job.json"
+  gen "$work/resumed.jsonl" mpi "$h2oflex" >"$work/resumed.log" 2>&1 ||
+    fail "the resumed $np-rank job failed"
+  grep -q "3 already in" "$work/resumed.log" || fail "the resumed job did not skip the 3 done"
+  diff <(sort "$work/one.jsonl") <(sort "$work/resumed.jsonl") >"$work/diff.log" ||
+    fail "the resumed job's results differ from one process's"
+  echo "ok: generate as $np stages equals one process, and resumes"
   ;;
 *)
   echo "unknown mode $mode" >&2
