@@ -287,10 +287,15 @@ void Pipeline::receive_all_tokens() {
   for (int m = 0; m < micro_blocks_; ++m) receive_tokens(m);
 }
 
-// Hidden states cross as f32 rows through host memory (device -> host -> transport on a GPU).
+// Hidden states cross as f32 rows: from device to device over the job's device link when there
+// is one, else through host memory (device -> host -> transport on a GPU).
 void Pipeline::receive_hidden(int batch, Tensor& hidden) {
   (void)batch;  // batches arrive in the order both stages visit them
   const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
+  if (hidden.device() != Device::CPU && spec_.device_link != nullptr) {
+    spec_.device_link->recv(hidden.raw(), bytes, stage_.rank - 1);
+    return;
+  }
   if (hidden.device() == Device::CPU) {
     spec_.transport->recv(hidden.raw(), bytes, stage_.rank - 1, kHiddenTag);
     return;
@@ -303,6 +308,11 @@ void Pipeline::receive_hidden(int batch, Tensor& hidden) {
 void Pipeline::send_hidden(int batch, const Tensor& hidden) {
   (void)batch;
   const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
+  if (hidden.device() != Device::CPU && spec_.device_link != nullptr) {
+    // compute() synchronized the device after the last unit: the rows are complete.
+    spec_.device_link->send(hidden.raw(), bytes, stage_.rank + 1);
+    return;
+  }
   if (hidden.device() == Device::CPU) {
     spec_.transport->send(hidden.raw(), bytes, stage_.rank + 1, kHiddenTag);
     return;

@@ -26,6 +26,7 @@
 #include "offload/io/io_engine.h"
 #include "policy/memory_plan.h"
 #include "policy/run_policy.h"
+#include "runtime/dist/device_link.h"
 #include "runtime/dist/transport.h"
 
 namespace h2oflex {
@@ -65,6 +66,9 @@ struct PipelineSpec {
   // Every process runs the same prompts, gen settings and block shape (checked: a mismatch is
   // an InputError); placements may differ. Null (or one process): the whole model.
   Transport* transport = nullptr;
+  // Between stages on GPUs: hidden states go device to device through this link when given
+  // (NCCL, runtime/dist/job_device_link.h), else device -> host -> transport.
+  DeviceLink* device_link = nullptr;
 };
 
 // The plan run_pipeline would allocate for `spec` (nothing is allocated): this process's stage's.

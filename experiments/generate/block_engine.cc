@@ -5,13 +5,15 @@
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
 #include "experiments/memory_check.h"
+#include "runtime/dist/job_device_link.h"
 #include "runtime/dist/transport.h"
 
 namespace h2oflex::generate {
 
 BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
     : config_(config), source_(source) {
-  device_ = resolve_compute_device(config.compute_device, config.source + ": compute_device");
+  device_ = agreed_by_job(
+      resolve_compute_device(config.compute_device, config.source + ": compute_device"));
   // `auto` is measured by each process; pipeline stages compute in rank 0's choice.
   compute_ =
       agreed_by_job(resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda));
@@ -84,6 +86,7 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   spec.limits = limits_;
   spec.gen = opt;
   spec.transport = job_transport();
+  if (device_ == PipelineDevice::Cuda) spec.device_link = job_device_link();
   spec.prompts = work.prompts;
   spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
   if (!spec.gen.row_keys.empty()) {
