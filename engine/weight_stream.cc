@@ -40,7 +40,7 @@ WeightStream::WeightStream(const DecoderModel& model, const PipelineStage& stage
     H2OFLEX_CHECK(!source.weights_key.empty(), "pipeline: weights on disk need a weights_key");
     const std::string dir =
         model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype, compressed_);
-    check_disk_room(dir);
+    check_disk_room(dir, layout_specs(model, matrix_dtype, compressed_));
     layout_ = open_or_build_model_layout(dir, source.weights_key, model, matrix_dtype,
                                          source.producer, source.partial_producer, compressed_);
   }
@@ -75,11 +75,13 @@ WeightStream::~WeightStream() {
 }
 
 // Refuses, before writing anything, a layout that the disk cannot hold (an existing layout of
-// the same size is reused, so it needs no new room).
-void WeightStream::check_disk_room(const std::string& layout_dir) const {
+// the same size is reused, so it needs no new room). The layout holds the whole model, also
+// when this process is one pipeline stage of it (the stages share one layout).
+void WeightStream::check_disk_room(const std::string& layout_dir,
+                                   const std::vector<TensorSpec>& layout) const {
   namespace fs = std::filesystem;
   uint64_t needed = 0;
-  for (uint64_t b : plan_.weights->bytes) needed += policy::plan_round(b);
+  for (const TensorSpec& t : layout) needed += policy::plan_round(t.bytes);
   const fs::path data = fs::path(layout_dir) / WeightLayout::kDataFile;
   std::error_code ec;
   const uint64_t existing = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;

@@ -40,7 +40,7 @@ class WeightStream {
   std::unique_ptr<UnitWeights> bind(int unit) const;
 
  private:
-  void check_disk_room(const std::string& layout_dir) const;
+  void check_disk_room(const std::string& layout_dir, const std::vector<TensorSpec>& layout) const;
 
   const DecoderModel& model_;
   const PipelineStage& stage_;

@@ -10,6 +10,7 @@
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/quote.h"
+#include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
@@ -96,11 +97,48 @@ void apply_override(YAML::Node& root, const std::string& assignment) {
   path.back()[parts.back()] = parsed;
 }
 
+namespace {
+
+void merge_into(YAML::Node base, const YAML::Node& patch);
+
+// `stages:` — one entry per pipeline stage, `{set: {policy: ..., hardware: ...}}`: this rank's
+// placement and budgets over the config's (a stage with less memory, a disk of its own). The
+// job's other settings are every stage's, so only those two keys may be set.
+YAML::Node with_this_stage(const YAML::Node& root, const std::string& source) {
+  const YAML::Node stages = root["stages"];
+  const int processes = in_multi_process_job() ? job_transport()->size() : 1;
+  H2OFLEX_INPUT_CHECK(stages.IsSequence(), source,
+                      ": stages must be a list of {set: {policy, hardware}}, one per stage");
+  H2OFLEX_INPUT_CHECK(static_cast<int>(stages.size()) == processes, source, ": stages lists ",
+                      stages.size(), " stage(s) but the job has ", processes, " process",
+                      processes == 1 ? "" : "es", " (mpirun -np ", stages.size(), ")");
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const std::string where = detail::concat("stages[", i, "]");
+    check_keys(stages[i], {"set"}, where, source);
+    if (stages[i]["set"])
+      check_keys(stages[i]["set"], {"policy", "hardware"}, where + ".set", source);
+  }
+  YAML::Node cfg = YAML::Clone(root);
+  cfg.remove("stages");
+  const size_t rank = in_multi_process_job() ? static_cast<size_t>(job_transport()->rank()) : 0;
+  const YAML::Node mine = stages[rank];
+  if (mine["set"]) merge_into(cfg, mine["set"]);
+  return cfg;
+}
+
+}  // namespace
+
 RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
+  if (root.IsMap() && root["stages"]) {
+    const int rank = in_multi_process_job() ? job_transport()->rank() : 0;
+    return parse_run_config(
+        with_this_stage(root, source),
+        in_multi_process_job() ? detail::concat(source, " (stage ", rank, ")") : source);
+  }
   check_keys(root,
              {"name", "model", "dummy", "prompt_len", "gen_len", "batch_size", "compute_dtype",
               "compute_device", "seed", "prompt_ids", "temperature", "top_p", "stop_at_eos",
-              "projected_steps", "policy", "hardware", "kv", "hardware_profile"},
+              "projected_steps", "policy", "hardware", "kv", "hardware_profile", "stages"},
              "", source);
   RunConfig c;
   c.source = source;

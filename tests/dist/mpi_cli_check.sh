@@ -2,10 +2,12 @@
 # `mpiexec -n NP h2oflex run CONFIG` as a user starts it, checked from the outside:
 #   results  one results JSON, written by rank 0, with NP stages that cover the model's units in
 #            order, and the same tokens (tokens_sha256, per variant) as the single-process run;
-#            weights half on disk and KV on disk, full and H2O
+#            KV on disk, full and H2O; each stage's weights placed by its `stages:` entry (in RAM
+#            on even stages, on disk on odd ones), one process's half on disk
 #   kill     a rank killed with SIGKILL mid-decode ends the job within LIMIT_S seconds, nonzero,
 #            with mpiexec's report of the dead rank, and no rank left running
-#   error    a config error (no policy: section) ends every rank with the message, nonzero
+#   error    a config error (no policy: section; a stages list of the wrong length) ends every
+#            rank with the message, nonzero
 #   generate `h2oflex generate` on the demo model: the results of one process, and a job resumed
 #            after its first lines gives them too
 # Usage: mpi_cli_check.sh MODE NP H2OFLEX MPIEXEC NP_FLAG [MPIEXEC FLAGS...]
@@ -52,15 +54,24 @@ mpi() { "$mpiexec" "$np_flag" "$np" "${flags[@]}" "$@"; }
 
 case $mode in
 results)
+  # Stage by stage placements (stages: [{set: ...}]): even stages keep their weights in RAM, odd
+  # ones on disk; one process runs the config's own (half on disk).
   write_config "$work/run.yaml" 16 5 50 0
-  cat >>"$work/run.yaml" <<EOF
+  cp "$work/run.yaml" "$work/one.yaml"
+  echo "stages:" >>"$work/run.yaml"
+  for ((r = 0; r < np; r++)); do
+    echo "  - {set: {policy: {weights: {gpu: 0, cpu: $((r % 2 == 0 ? 100 : 0))}}}}" >>"$work/run.yaml"
+  done
+  for f in run one; do
+    cat >>"$work/$f.yaml" <<EOF
 variants:
   - name: full
     set: {kv: {policy: full}}
   - name: h2o
     set: {kv: {policy: h2o, heavy_ratio: 0.25, recent_ratio: 0.25}}
 EOF
-  "$h2oflex" run "$work/run.yaml" --json "$work/one.json" >"$work/one.log" 2>&1 ||
+  done
+  "$h2oflex" run "$work/one.yaml" --json "$work/one.json" >"$work/one.log" 2>&1 ||
     fail "the single-process run failed"
   mpi "$h2oflex" run "$work/run.yaml" --json "$work/job.json" >"$work/job.log" 2>&1 ||
     fail "the $np-process run failed"
@@ -85,13 +96,18 @@ for a, b in zip(one["variants"], job["variants"], strict=True):
         assert b["peak_bytes"][tier] == sum(s["peak_bytes"][tier] for s in stages), f"{name}: peak {tier}"
     # Two GPU batches: the stages pass the block on in two micro-blocks (NP >= 2).
     assert b["policy"]["stages"] == np and b["policy"]["micro_blocks"] == 2, b["policy"]
-    # Each stage reads its own part of the weights (half of it on disk) once per micro-block,
-    # not the whole model's.
+    # A stage with its weights on disk reads its own part once per micro-block and step (5
+    # steps), not the whole model's; one with them in RAM reads none.
     def weight_reads(r):
         return sum(m["bytes"] for m in r["bytes_moved"] if m["kind"] == "weight" and m["src"] == "disk")
+    assert weight_reads(a) > 0, f"{name}: one process read no weights from disk"
     for s in stages:
-        assert 0 < weight_reads(s) / 2 < 0.8 * weight_reads(a), \
-            f"{name}: stage {s['rank']} read {weight_reads(s)} weight bytes, one process {weight_reads(a)}"
+        reads, rank = weight_reads(s), s["rank"]
+        if rank % 2 == 0:
+            assert reads == 0, f"{name}: stage {rank} keeps its weights in RAM but read {reads} bytes"
+        else:
+            assert 0 < reads / 2 <= 0.75 * b["model_bytes"] * 5, \
+                f"{name}: stage {rank} read {reads} weight bytes of a {b['model_bytes']}-byte model"
 print("ok:", np, "stages,", len(job["variants"]), "variants, tokens equal to one process")
 EOF
   ;;
@@ -146,6 +162,15 @@ EOF
   ((rc != 0)) || fail "the job exited 0 without a policy"
   ((rc != 124)) || fail "the job hung on a config error"
   grep -q "needs a policy: section" "$work/job.log" || fail "the message is missing"
+  # A stages list that does not match the processes is refused on every rank.
+  write_config "$work/bad.yaml" 8 4 100 100
+  printf 'stages:\n  - {set: {policy: {weights: {cpu: 0}}}}\n' >>"$work/bad.yaml"
+  rc=0
+  timeout $((limit_s + 5)) "$mpiexec" "$np_flag" "$np" "${flags[@]}" \
+    "$h2oflex" run "$work/bad.yaml" >"$work/bad.log" 2>&1 || rc=$?
+  ((rc != 0 && rc != 124)) || fail "a stages list of 1 for $np processes: status $rc"
+  grep -q "stages lists 1 stage(s) but the job has $np processes" "$work/bad.log" ||
+    fail "the stages message is missing"
   echo "ok: a config error ends the $np-rank job, status $rc"
   ;;
 generate)
