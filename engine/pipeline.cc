@@ -269,6 +269,7 @@ void Pipeline::share_tokens(const std::vector<int32_t>& ids) {
   // that waits on its predecessor that waits on this one.
   for (int r = 0; r + 1 < stage_.stages; ++r) {
     spec_.transport->post(ids.data(), ids.size() * sizeof(int32_t), r, kTokensTag);
+    result_.stage_sent_bytes[phase_] += ids.size() * sizeof(int32_t);
   }
 }
 
@@ -308,6 +309,7 @@ void Pipeline::receive_hidden(int batch, Tensor& hidden) {
 void Pipeline::send_hidden(int batch, const Tensor& hidden) {
   (void)batch;
   const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
+  result_.stage_sent_bytes[phase_] += bytes;
   if (hidden.device() != Device::CPU && spec_.device_link != nullptr) {
     // compute() synchronized the device after the last unit: the rows are complete.
     spec_.device_link->send(hidden.raw(), bytes, stage_.rank + 1);

@@ -34,6 +34,9 @@ struct PipelineResult {
   // Pipeline stages: the parts this stage's block went through the stages in (policy
   // micro_blocks, resolved); 1 in a single process.
   int micro_blocks = 1;
+  // Pipeline stages: the bytes this stage sent to the others per phase ("prefill", "decode"):
+  // hidden states to the next stage, and from the last stage the token ids to every other.
+  std::map<std::string, uint64_t> stage_sent_bytes;
   std::map<std::string, uint64_t> peak_bytes;     // per tier name
   std::map<std::string, uint64_t> planned_bytes;  // the up-front estimate per tier
   // On a GPU, what cudaMemGetInfo reported in use (total - free): before the run allocated

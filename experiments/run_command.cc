@@ -278,6 +278,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     if (in_multi_process_job()) {
+      r["stage_sent_bytes"] = pr.stage_sent_bytes;
       pj["stages"] = job_transport()->size();
       pj["micro_blocks"] = pr.micro_blocks;
     }

@@ -25,7 +25,8 @@ nlohmann::json stage_entry(const Transport& t, const PipelineStage& stage,
           {"layers", stage.layers()},
           {"peak_bytes", r.value("peak_bytes", nlohmann::json::object())},
           {"bytes_moved", r.value("bytes_moved", nlohmann::json::array())},
-          {"stage_busy_s", r.value("stage_busy_s", nlohmann::json::object())}};
+          {"stage_busy_s", r.value("stage_busy_s", nlohmann::json::object())},
+          {"sent_bytes", r.value("stage_sent_bytes", nlohmann::json::object())}};
 }
 
 void send_text(Transport& t, const std::string& text, int dst) {
@@ -47,7 +48,11 @@ void sum_into(nlohmann::json& r, const nlohmann::json& stages) {
   nlohmann::json peak = nlohmann::json::object();
   std::map<std::tuple<std::string, std::string, std::string, std::string>, double> moved;
   nlohmann::json busy = nlohmann::json::object();
+  nlohmann::json sent = nlohmann::json::object();
   for (const nlohmann::json& s : stages) {
+    for (const auto& [phase, bytes] : s["sent_bytes"].items()) {
+      sent[phase] = sent.value(phase, 0.0) + bytes.get<double>();
+    }
     for (const auto& [tier, bytes] : s["peak_bytes"].items()) {
       peak[tier] = peak.value(tier, 0.0) + bytes.get<double>();
     }
@@ -71,6 +76,7 @@ void sum_into(nlohmann::json& r, const nlohmann::json& stages) {
   r["peak_bytes"] = peak;
   r["bytes_moved"] = moved_list;
   r["stage_busy_s"] = busy;
+  r["stage_sent_bytes"] = sent;
 }
 
 }  // namespace

@@ -96,6 +96,15 @@ for a, b in zip(one["variants"], job["variants"], strict=True):
         assert b["peak_bytes"][tier] == sum(s["peak_bytes"][tier] for s in stages), f"{name}: peak {tier}"
     # Two GPU batches: the stages pass the block on in two micro-blocks (NP >= 2).
     assert b["policy"]["stages"] == np and b["policy"]["micro_blocks"] == 2, b["policy"]
+    # What crossed the stages: a stage before the last sends its hidden states (block 4 x
+    # hidden 768 x f32, over the 16 prompt positions in prefill, one per step in the 4 decode
+    # steps), the last sends each step's 4 token ids to every other stage.
+    for s in stages:
+        last = s["rank"] == np - 1
+        expect = {"prefill": 4 * 4 * (np - 1) if last else 4 * 16 * 768 * 4,
+                  "decode": 4 * 4 * 4 * (np - 1) if last else 4 * 4 * 768 * 4}
+        assert s["sent_bytes"] == expect, f"{name}: stage {s['rank']} sent {s['sent_bytes']}, expected {expect}"
+    assert b["stage_sent_bytes"]["decode"] == sum(s["sent_bytes"]["decode"] for s in stages)
     # A stage with its weights on disk reads its own part once per micro-block and step (5
     # steps), not the whole model's; one with them in RAM reads none.
     def weight_reads(r):
