@@ -72,21 +72,23 @@ NcclLink::~NcclLink() {
   if (comm_ != nullptr) ncclCommDestroy(comm_);
 }
 
-void NcclLink::send(const void* device_data, size_t bytes, int peer) {
+void NcclLink::check_peer(const char* what, size_t bytes, int peer) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw TransportError(detail::concat("NCCL send of ", bytes, " bytes on rank ", rank_,
-                                        " refused: peer rank ", peer));
+    throw TransportError(detail::concat("NCCL ", what, " of ", bytes, " bytes on rank ", rank_,
+                                        " refused: peer rank ", peer, " (valid: 0..", size_ - 1,
+                                        " except ", rank_, ")"));
   }
+}
+
+void NcclLink::send(const void* device_data, size_t bytes, int peer) {
+  check_peer("send", bytes, peer);
   const OnDevice on(device_);
   check_nccl(ncclSend(device_data, bytes, ncclUint8, peer, comm_, stream_), "ncclSend");
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (ncclSend)");
 }
 
 void NcclLink::recv(void* device_data, size_t bytes, int peer) {
-  if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw TransportError(detail::concat("NCCL recv of ", bytes, " bytes on rank ", rank_,
-                                        " refused: peer rank ", peer));
-  }
+  check_peer("recv", bytes, peer);
   const OnDevice on(device_);
   check_nccl(ncclRecv(device_data, bytes, ncclUint8, peer, comm_, stream_), "ncclRecv");
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (ncclRecv)");

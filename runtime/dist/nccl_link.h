@@ -31,6 +31,7 @@ class NcclLink final : public DeviceLink {
 
  private:
   NcclLink(Transport& bootstrap, int device);
+  void check_peer(const char* what, size_t bytes, int peer) const;
 
   int device_ = 0;
   int rank_ = 0, size_ = 1;
