@@ -65,8 +65,12 @@ make_bundle() {
   stage=$(mktemp -d)
   trap "rm -rf '$stage'" RETURN
   echo "[bundle] configuring $build" >&2
+  # Single process: the GPU machine has no mpirun to start stages with, and NCCL's library
+  # alone (~200 MiB) would not fit the bundle. The NCCL link is checked by `ctest -R
+  # dist_nccl_link` in a full build on a machine with two GPUs (runtime/dist/README.md).
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DH2OFLEX_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DH2OFLEX_NATIVE=OFF >"$stage/configure.log" 2>&1 || {
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DH2OFLEX_NATIVE=OFF -DH2OFLEX_MPI=OFF -DH2OFLEX_NCCL=OFF \
+    >"$stage/configure.log" 2>&1 || {
     tail -n 30 "$stage/configure.log" >&2
     echo "[bundle] configure failed" >&2
     return 1
