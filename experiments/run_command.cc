@@ -188,9 +188,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["compute_device"] = pipeline_device_name(device);
   // On a GPU even a run without a policy goes through the pipeline: everything on the device,
   // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
-  H2OFLEX_INPUT_CHECK(!in_multi_process_job() || c.has_policy(), c.source, ": a run over ",
-                      in_multi_process_job() ? job_transport()->size() : 1,
-                      " processes (pipeline stages) needs a policy: section");
+  check_stages_have_policy(c);
   if (c.has_policy() || on_gpu) {
     // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
     PipelineSpec spec;
@@ -278,12 +276,12 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
       std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
     }
     if (in_multi_process_job()) {
-      r["stage_sent_bytes"] = pr.stage_sent_bytes;
       pj["stages"] = job_transport()->size();
       pj["micro_blocks"] = pr.micro_blocks;
     }
     r["policy"] = pj;
     if (in_multi_process_job()) {
+      r["stage_sent_bytes"] = pr.stage_sent_bytes;
       gather_stage_results(*spec.transport, pipeline_stage(model, wdtype, spec.transport), r);
     }
     compress_weight = spec.policy.compress_weight;

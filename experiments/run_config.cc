@@ -312,6 +312,12 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   return configs.front();
 }
 
+void check_stages_have_policy(const RunConfig& c) {
+  if (!in_multi_process_job()) return;
+  H2OFLEX_INPUT_CHECK(c.has_policy(), c.source, ": a job over ", job_transport()->size(),
+                      " processes (pipeline stages) needs a policy: section");
+}
+
 void check_run_paths(const RunConfig& c) {
   if (!c.has_hardware()) return;
   const policy::HardwareLimits limits = policy::parse_hardware_limits(c.hardware, "hardware");

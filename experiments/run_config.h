@@ -61,6 +61,9 @@ std::vector<RunConfig> with_overrides_named(
 // Checks made on the file system before a run starts: hardware.disk_path, when given, must be
 // an existing directory this process can create files in. Throws InputError naming the key.
 void check_run_paths(const RunConfig& config);
+// Under `mpirun -np S` the config runs as pipeline stages, which need a `policy:` section (the
+// in-RAM path has no stages): InputError naming the config otherwise.
+void check_stages_have_policy(const RunConfig& c);
 
 // Resolves compute_dtype (any spelling ops::parse_compute_dtype accepts): "auto" is bf16 on a
 // GPU and, on a CPU, the type whose GEMMs this machine runs fastest (measured once per process).

@@ -29,20 +29,6 @@ nlohmann::json stage_entry(const Transport& t, const PipelineStage& stage,
           {"sent_bytes", r.value("stage_sent_bytes", nlohmann::json::object())}};
 }
 
-void send_text(Transport& t, const std::string& text, int dst) {
-  const uint64_t n = text.size();
-  t.send(&n, sizeof n, dst, kStageResultTag);
-  t.send(text.data(), text.size(), dst, kStageResultTag);
-}
-
-std::string recv_text(Transport& t, int src) {
-  uint64_t n = 0;
-  t.recv(&n, sizeof n, src, kStageResultTag);
-  std::string text(n, '\0');
-  t.recv(text.data(), n, src, kStageResultTag);
-  return text;
-}
-
 // The job's totals over the stages' entries.
 void sum_into(nlohmann::json& r, const nlohmann::json& stages) {
   nlohmann::json peak = nlohmann::json::object();
@@ -84,11 +70,12 @@ void sum_into(nlohmann::json& r, const nlohmann::json& stages) {
 void gather_stage_results(Transport& t, const PipelineStage& stage, nlohmann::json& result) {
   const nlohmann::json mine = stage_entry(t, stage, result);
   if (t.rank() != 0) {
-    send_text(t, mine.dump(), 0);
+    send_text(t, mine.dump(), 0, kStageResultTag);
     return;
   }
   nlohmann::json stages = nlohmann::json::array({mine});
-  for (int r = 1; r < t.size(); ++r) stages.push_back(nlohmann::json::parse(recv_text(t, r)));
+  for (int r = 1; r < t.size(); ++r)
+    stages.push_back(nlohmann::json::parse(recv_text(t, r, kStageResultTag)));
   sum_into(result, stages);
   result["stages"] = stages;
 }

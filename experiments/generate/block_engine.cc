@@ -17,9 +17,7 @@ BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
   // `auto` is measured by each process; pipeline stages compute in rank 0's choice.
   compute_ =
       agreed_by_job(resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda));
-  H2OFLEX_INPUT_CHECK(!in_multi_process_job() || config.has_policy(), config.source,
-                      ": a job over ", in_multi_process_job() ? job_transport()->size() : 1,
-                      " processes (pipeline stages) needs a policy: section");
+  check_stages_have_policy(config);
   weight_dtype_ = matrix_dtype_for(compute_);
   if (config.has_policy()) {
     policy_ = policy::parse_policy(config.policy, "policy");

@@ -12,15 +12,6 @@ namespace h2oflex::generate {
 
 namespace {
 
-// Rank 0's text to every rank: its length first (all ranks must pass the same byte count).
-std::string broadcast_text(Transport& t, std::string text) {
-  uint64_t n = text.size();
-  t.broadcast(&n, sizeof n, 0);
-  text.resize(n);
-  t.broadcast(text.data(), n, 0);
-  return text;
-}
-
 std::optional<BlockWork> work_of(const nlohmann::json& j) {
   if (j.value("end", false)) return std::nullopt;
   BlockWork w;
@@ -43,17 +34,17 @@ void share_block(Transport& t, const BlockWork& w) {
                             {"gen_len", w.gen_len},  {"temperature", w.temperature},
                             {"top_p", w.top_p},      {"seed", w.seed},
                             {"row_keys", w.row_keys}};
-  broadcast_text(t, j.dump());
+  broadcast_text(t, j.dump(), 0);
 }
 
 void share_end(Transport& t) {
-  broadcast_text(t, nlohmann::json{{"end", true}}.dump());
+  broadcast_text(t, nlohmann::json{{"end", true}}.dump(), 0);
 }
 
 int64_t follow_blocks(Transport& t, const BlockRunner& run_block) {
   int64_t blocks = 0;
   for (;;) {
-    const std::optional<BlockWork> work = work_of(nlohmann::json::parse(broadcast_text(t, "")));
+    const std::optional<BlockWork> work = work_of(nlohmann::json::parse(broadcast_text(t, "", 0)));
     if (!work) return blocks;
     run_block(*work);
     ++blocks;

@@ -1,5 +1,6 @@
 #include "runtime/dist/transport.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -28,6 +29,28 @@ void LocalTransport::abort_all(std::string_view message) {
   std::fprintf(stderr, "h2oflex: %.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
   std::_Exit(1);
+}
+
+void send_text(Transport& t, std::string_view text, int dst, int tag) {
+  const uint64_t n = text.size();
+  t.send(&n, sizeof n, dst, tag);
+  t.send(text.data(), text.size(), dst, tag);
+}
+
+std::string recv_text(Transport& t, int src, int tag) {
+  uint64_t n = 0;
+  t.recv(&n, sizeof n, src, tag);
+  std::string text(n, '\0');
+  t.recv(text.data(), n, src, tag);
+  return text;
+}
+
+std::string broadcast_text(Transport& t, std::string text, int root) {
+  uint64_t n = text.size();
+  t.broadcast(&n, sizeof n, root);
+  text.resize(n);
+  t.broadcast(text.data(), n, root);
+  return text;
 }
 
 namespace {

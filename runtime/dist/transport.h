@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace h2oflex {
@@ -68,6 +69,12 @@ class LocalTransport final : public Transport {
   // (another thread may still be using them).
   [[noreturn]] void abort_all(std::string_view message) override;
 };
+
+// Text of a length the receiver does not know (a JSON document): its byte count goes first.
+void send_text(Transport& transport, std::string_view text, int dst, int tag);
+std::string recv_text(Transport& transport, int src, int tag);
+// Root's `text` on every rank (the others' argument is ignored). A collective.
+std::string broadcast_text(Transport& transport, std::string text, int root);
 
 // The transport of this process's job: set by main when the process is one rank of an
 // `mpirun -np S` job (MpiTransport), null in a single-process run. Commands pass it to the

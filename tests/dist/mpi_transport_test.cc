@@ -82,6 +82,22 @@ TEST(MpiTransport, PostedMessagesDoNotWaitForTheReceiver) {
   t.barrier();
 }
 
+// Text whose length the receiver does not know: to the next rank, and from every root to all.
+TEST(MpiTransport, TextsCarryTheirLength) {
+  MpiTransport t(*g_session, 1000);  // several data messages for the long text
+  const int next = (t.rank() + 1) % t.size();
+  const int prev = (t.rank() + t.size() - 1) % t.size();
+  auto text_of = [](int r) { return std::string(static_cast<size_t>(r) * 1500 + 3, 'a' + r); };
+  if (t.rank() == 0) send_text(t, text_of(0), next, 6);
+  const std::string got = recv_text(t, prev, 6);
+  if (t.rank() != 0) send_text(t, text_of(t.rank()), next, 6);
+  EXPECT_EQ(got, text_of(prev));
+  for (int root = 0; root < t.size(); ++root) {
+    EXPECT_EQ(broadcast_text(t, t.rank() == root ? text_of(root) : "ignored", root), text_of(root))
+        << "root " << root;
+  }
+}
+
 TEST(MpiTransport, ReceiverNeedNotKnowTheSendersLimit) {
   // Rank 0's transport splits at 100 bytes, every other rank's at the default (INT_MAX).
   int world_rank = 0;
