@@ -60,6 +60,7 @@ void convert_bf16_to_f32(const uint16_t* src, float* dst, size_t n) {
 }
 
 void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n) {
+#pragma omp simd
   for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }
 

@@ -13,19 +13,20 @@ inline float bf16_to_f32(uint16_t h) {
   return f;
 }
 
-// Round to nearest even; NaN stays NaN.
+// Round to nearest even; NaN stays NaN. Written as a select rather than an early return so that
+// loops over it vectorize.
 inline uint16_t f32_to_bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  const uint16_t quiet_nan = static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint16_t rounded = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  return (bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
 }
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 
-// Bulk conversions (vectorized where the compiler can).
+// Bulk conversions on the calling thread, vectorized where the compiler can.
 void convert_bf16_to_f32(const uint16_t* src, float* dst, size_t n);
 void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n);
 void convert_f16_to_f32(const uint16_t* src, float* dst, size_t n);

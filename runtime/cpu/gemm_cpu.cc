@@ -3,7 +3,10 @@
 // Weights are stored [out, in] row-major, which is W as a [K, N] matrix with strides (1, K):
 // oneDNN reads it transposed in place, so weights are never copied or re-laid out. Primitives are
 // cached per shape because creating one costs far more than a decode-step GEMM.
+#include <omp.h>
 #include <dnnl.hpp>
+
+#include <algorithm>
 
 #include <map>
 #include <mutex>
@@ -102,6 +105,31 @@ bool library_has_half_matmul(DType t) {
   return ok;
 }
 
+// Rounds the f32 activations to the 16-bit type `t`, split over the OpenMP threads when there
+// are many: a prefill activation matrix (M = batch x prompt) is millions of values, and on one
+// thread its rounding took about as long as the AMX GEMM that follows it. Inside a parallel
+// region (a piece of a compressed GEMM) it stays on the caller.
+void narrow_activations(DType t, const float* in, uint16_t* out, int64_t n) {
+  constexpr int64_t kChunk = int64_t{1} << 15;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1 && omp_in_parallel() == 0)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    const auto count = static_cast<size_t>(std::min(kChunk, n - begin));
+    if (t == DType::BF16) {
+      convert_f32_to_bf16(in + begin, out + begin, count);
+    } else {
+      convert_f32_to_f16(in + begin, out + begin, count);
+    }
+  }
+}
+
+// One stream per calling thread: creating it per call cost a decode GEMM a few percent.
+dnnl::stream& thread_stream() {
+  thread_local dnnl::stream stream(cpu_engine());
+  return stream;
+}
+
 // Widens n 16-bit values of type t into f32.
 void widen(DType t, const uint16_t* in, float* out, int64_t n) {
   if (t == DType::BF16) {
@@ -141,10 +169,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
     H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
                   " weights, got ", dtype_name(wt));
     uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
-    if (act == DType::BF16)
-      convert_f32_to_bf16(x.data<float>(), narrow, m * k);
-    else
-      convert_f32_to_f16(x.data<float>(), narrow, m * k);
+    narrow_activations(act, x.data<float>(), narrow, m * k);
     src = narrow;
     if (!library_has_half_matmul(act)) {
       // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit
@@ -159,7 +184,7 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
     }
   }
   const Gemm& g = get_gemm(m, k, n, act, wt, bias != nullptr, relu);
-  dnnl::stream stream(cpu_engine());
+  dnnl::stream& stream = thread_stream();
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(g.src, cpu_engine(), src)},
                                        {DNNL_ARG_WEIGHTS, memory(g.wei, cpu_engine(), wei)},
                                        {DNNL_ARG_DST, memory(g.dst, cpu_engine(), out.raw())}};

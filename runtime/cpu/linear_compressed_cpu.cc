@@ -2,16 +2,20 @@
 // dequantized piece by piece where the GEMM uses it, so a matrix is never widened whole into
 // memory (4 bytes a value written and read back) and the scratch stays a few MB.
 //
-// Decode-sized inputs (few rows) are bound by the weight bytes: each thread dequantizes a piece
-// small enough to stay in its core's cache and multiplies it at once (a single-threaded GEMM per
-// piece, the threads splitting the pieces). Prefill-sized inputs are bound by the GEMM: the
-// pieces are large and each is one multi-threaded GEMM. Either way every output element is one
-// GEMM's dot product over the whole reduction, whichever piece its row fell in.
+// Decode-sized inputs (up to kFusedRows rows, f32 compute) are bound by the weight bytes: they
+// are multiplied straight from the codes, never writing a dequantized value (fused_few_rows).
+// Up to kFewRows rows each thread dequantizes a piece small enough to stay in its core's cache
+// and multiplies it at once (a single-threaded GEMM per piece, the threads splitting the
+// pieces). Prefill-sized inputs are bound by the GEMM: the pieces are large and each is one
+// multi-threaded GEMM. Either way every output element is one dot product over the whole
+// reduction, whichever piece its row fell in.
 #include <dnnl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
@@ -21,6 +25,7 @@ namespace h2oflex::cpu {
 
 namespace {
 
+constexpr int64_t kFusedRows = 16;                      // inputs up to this many rows: fused
 constexpr int64_t kFewRows = 64;                        // inputs up to this many rows: decode-like
 constexpr int64_t kCachePieceBytes = int64_t{1} << 20;  // per thread, f32 values
 constexpr int64_t kGemmPieceBytes = int64_t{16} << 20;
@@ -36,6 +41,99 @@ void gemm_piece(const float* x, int64_t m, int64_t k, const float* piece, int64_
                 int64_t ldo) {
   const dnnl_status_t st = dnnl_sgemm('N', 'T', m, nc, k, 1.0f, x, k, piece, k, 0.0f, out, ldo);
   if (st != dnnl_success) throw InternalError("linear: dnnl_sgemm failed on a compressed piece");
+}
+
+constexpr int64_t kHalf = quant4::kGroup / 2;  // codes of one nibble in a full group
+constexpr int64_t kLanes = 16;
+
+// x split per group into its even and odd values (the low and the high nibbles' values), so the
+// codes are used as they lie in their bytes, and each group's sum, for the lo term.
+struct SplitInput {
+  std::vector<float> even, odd;  // [m, groups, 32]
+  std::vector<float> sums;       // [m, groups]
+};
+
+void split_input(const float* x, int64_t m, int64_t k, SplitInput& s) {
+  const int64_t ng = quant4::groups(k);
+  s.even.assign(static_cast<size_t>(m * ng * kHalf), 0.0f);
+  s.odd.assign(s.even.size(), 0.0f);
+  s.sums.assign(static_cast<size_t>(m * ng), 0.0f);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t t = 0; t < k; ++t) {
+      const int64_t g = t / quant4::kGroup, j = (t % quant4::kGroup) / 2;
+      const size_t at = static_cast<size_t>((i * ng + g) * kHalf + j);
+      (t % 2 == 0 ? s.even : s.odd)[at] = x[i * k + t];
+      s.sums[static_cast<size_t>(i * ng + g)] += x[i * k + t];
+    }
+  }
+}
+
+// out[i, j] = Σ_g lo_g Σ_t x[i, t] + step_g Σ_t x[i, t] code_t over the groups of weight row j:
+// the dequantized value lo + code·step multiplied out, so only the 4.5 bits a value are read.
+// A short last group is zero-padded in the split input and its missing codes are 0. Compiled for
+// the widest vectors the CPU has (the lanes are independent accumulators, so every clone gives
+// the same sums up to the fused multiply-adds it may use).
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void fused_rows(
+    const SplitInput& s, int64_t m, int64_t k, const uint8_t* packed, int64_t j0, int64_t j1,
+    float* out, int64_t ldo) {
+  const int64_t ng = quant4::groups(k), rb = quant4::row_bytes(k), cb = quant4::code_bytes(k);
+  float acc[kFusedRows][kLanes];
+  float lo_acc[kFusedRows];
+  for (int64_t j = j0; j < j1; ++j) {
+    const uint8_t* row = packed + j * rb;
+    for (int64_t i = 0; i < m; ++i) {
+      lo_acc[i] = 0.0f;
+      for (int64_t l = 0; l < kLanes; ++l) acc[i][l] = 0.0f;
+    }
+    for (int64_t g = 0; g < ng; ++g) {
+      uint16_t pair[2];
+      std::memcpy(pair, row + cb + 4 * g, 4);
+      const float lo = f16_to_f32(pair[0]), step = f16_to_f32(pair[1]);
+      const int64_t bytes = std::min(kHalf, cb - g * kHalf);
+      float lo_codes[kHalf] = {}, hi_codes[kHalf] = {};
+      const uint8_t* codes = row + g * kHalf;
+      if (bytes == kHalf) {
+        for (int64_t t = 0; t < kHalf; ++t) {
+          lo_codes[t] = static_cast<float>(codes[t] & 15);
+          hi_codes[t] = static_cast<float>(codes[t] >> 4);
+        }
+      } else {
+        for (int64_t t = 0; t < bytes; ++t) {
+          lo_codes[t] = static_cast<float>(codes[t] & 15);
+          hi_codes[t] = static_cast<float>(codes[t] >> 4);
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xe = s.even.data() + (i * ng + g) * kHalf;
+        const float* xo = s.odd.data() + (i * ng + g) * kHalf;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const float dot = xe[l] * lo_codes[l] + xe[l + kLanes] * lo_codes[l + kLanes] +
+                            xo[l] * hi_codes[l] + xo[l + kLanes] * hi_codes[l + kLanes];
+          acc[i][l] += step * dot;
+        }
+        lo_acc[i] += lo * s.sums[static_cast<size_t>(i * ng + g)];
+      }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      float sum = lo_acc[i];
+      for (int64_t l = 0; l < kLanes; ++l) sum += acc[i][l];
+      out[i * ldo + j] = sum;
+    }
+  }
+}
+
+void fused_few_rows(const float* x, int64_t m, int64_t k, const uint8_t* packed, int64_t n,
+                    float* out) {
+  thread_local SplitInput caller_split;  // the caller's: the threads below read it, named by s
+  SplitInput& s = caller_split;
+  split_input(x, m, k, s);
+  constexpr int64_t kRowsPerTask = 32;
+  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t j0 = t * kRowsPerTask;
+    fused_rows(s, m, k, packed, j0, std::min(n, j0 + kRowsPerTask), out, n);
+  }
 }
 
 }  // namespace
@@ -57,7 +155,9 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
   }
   const float* xs = x.data<const float>();
   float* o = out.data<float>();
-  if (m <= kFewRows) {
+  if (m <= kFusedRows) {
+    fused_few_rows(xs, m, k, packed, n, o);
+  } else if (m <= kFewRows) {
     const int64_t rows = std::max<int64_t>(1, kCachePieceBytes / (4 * k));
     const int64_t pieces = (n + rows - 1) / rows;
 #pragma omp parallel for schedule(static)

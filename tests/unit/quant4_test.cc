@@ -143,6 +143,7 @@ TEST(Quant4, LinearOnCompressedRowsIsLinearOnTheDequantizedMatrix) {
   for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{3, 64, 40},
                          {8, 4096, 300},
                          {70, 1000, 4500},
+                         {16, 130, 70},
                          {1, 33, 5}}) {
     const Tensor w = random_rows(n, k, 5, 0.05f);
     const Tensor x = random_rows(m, k, 6, 1.0f);
