@@ -39,6 +39,19 @@ double median_seconds(int repeats, Fn&& fn) {
   return t[t.size() / 2];
 }
 
+// n normal values of standard deviation `scale` in `type` into m.
+void fill_operand(dnnl::memory& m, int64_t n, DType type, uint64_t stream, float scale) {
+  std::vector<float> values(static_cast<size_t>(n));
+  fill_normal(values.data(), static_cast<uint64_t>(n), 1, stream, 0, 0.0f, scale);
+  if (type == DType::F32) {
+    std::copy(values.begin(), values.end(), static_cast<float*>(m.get_data_handle()));
+  } else if (type == DType::BF16) {
+    convert_f32_to_bf16(values.data(), static_cast<uint16_t*>(m.get_data_handle()), values.size());
+  } else {
+    convert_f32_to_f16(values.data(), static_cast<uint16_t*>(m.get_data_handle()), values.size());
+  }
+}
+
 // oneDNN's own matmul on the same shape with inputs already in the compute type: the rate the
 // engine's linear() can at best reach (it adds the f32 -> bf16 activation conversion).
 // Returns 0 where the library has no matmul for the type.
@@ -59,8 +72,10 @@ double raw_onednn_seconds(const Shape3& s, DType type, int repeats) {
     return 0;
   }
   memory a(src, eng), b(wei, eng), c(dst, eng);
-  std::fill_n(static_cast<char*>(a.get_data_handle()), src.get_size(), 0x3c);
-  std::fill_n(static_cast<char*>(b.get_data_handle()), wei.get_size(), 0x3c);
+  // The same values as engine_linear_seconds' (not a constant fill): the matrix units' power,
+  // and so their clock, depends on the data.
+  fill_operand(a, s.m * s.k, type, 1, 1.0f);
+  fill_operand(b, s.k * s.n, type, 2, 0.02f);
   return median_seconds(repeats, [&] {
     prim.execute(stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     stream.wait();
