@@ -1,5 +1,7 @@
 #include "runtime/core/half.h"
 
+#include "runtime/core/vector_clones.h"
+
 #include <cmath>
 
 namespace h2oflex {
@@ -60,8 +62,7 @@ void convert_bf16_to_f32(const uint16_t* src, float* dst, size_t n) {
 }
 
 // Compiled for the widest vectors the CPU has: it rounds every 16-bit GEMM's input.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void
-convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n) {
+H2OFLEX_VECTOR_CLONES void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
 }

@@ -17,6 +17,7 @@
 
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
+#include "runtime/core/vector_clones.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
 #include "runtime/cpu/quant4_rows.h"
@@ -73,9 +74,9 @@ void split_input(const float* x, int64_t m, int64_t k, SplitInput& s) {
 // A short last group is zero-padded in the split input and its missing codes are 0. Compiled for
 // the widest vectors the CPU has (the lanes are independent accumulators, so every clone gives
 // the same sums up to the fused multiply-adds it may use).
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void fused_rows(
-    const SplitInput& s, int64_t m, int64_t k, const uint8_t* packed, int64_t j0, int64_t j1,
-    float* out, int64_t ldo) {
+H2OFLEX_VECTOR_CLONES void fused_rows(const SplitInput& s, int64_t m, int64_t k,
+                                      const uint8_t* packed, int64_t j0, int64_t j1, float* out,
+                                      int64_t ldo) {
   const int64_t ng = quant4::groups(k), rb = quant4::row_bytes(k), cb = quant4::code_bytes(k);
   float acc[kFusedRows][kLanes];
   float lo_acc[kFusedRows];
