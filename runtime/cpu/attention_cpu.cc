@@ -1,8 +1,9 @@
 // Attention kernels: causal prefill over a left-padded prompt (with H2O column sums) as blocked
 // GEMMs (per head and block of queries: scores = Q K^T, causal softmax, out = P V) and
 // single-token decode over KV slots, both grouped-query when several query heads share a KV head.
-// Scores and softmax are fp32; probabilities are exact softmax values so H2O accumulates the same
-// numbers whichever backend runs.
+// Scores and softmax are fp32; probabilities are full softmax values (the exponential within 2 ulp,
+// softmax_rows.h, as CUDA's expf is), so H2O accumulates the same numbers to rounding whichever
+// backend runs.
 #include <dnnl.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/quant4_rows.h"
+#include "runtime/cpu/softmax_rows.h"
 
 namespace h2oflex::cpu {
 
@@ -67,20 +69,6 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if (st != dnnl_success) throw InternalError("attention: dnnl_sgemm failed");
 }
 
-// Softmax over the first `valid` of `n` scores in place; the rest (keys after the query) become 0.
-inline void softmax_causal(float* p, int64_t valid, int64_t n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < valid; ++j) mx = std::max(mx, p[j]);
-  float sum = 0;
-  for (int64_t j = 0; j < valid; ++j) {
-    p[j] = std::exp(p[j] - mx);
-    sum += p[j];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < valid; ++j) p[j] *= inv;
-  std::fill(p + valid, p + n, 0.0f);
-}
-
 }  // namespace
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -115,9 +103,7 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
         gemm_row_major(false, true, rows, keys, d, scale, qb + i0 * q_stride, q_stride, kb,
                        kv_stride, scores.data(), keys);
         for (int64_t r = 0; r < rows; ++r) {
-          float* p = scores.data() + r * keys;
-          softmax_causal(p, i0 + r + 1, keys);
-          for (int64_t j = 0; j <= i0 + r; ++j) col[p0 + j] += p[j];
+          softmax_causal_row(scores.data() + r * keys, i0 + r + 1, keys, col.data() + p0);
         }
         gemm_row_major(false, false, rows, d, keys, 1.0f, scores.data(), keys, vb, kv_stride,
                        ob + i0 * q_stride, q_stride);
@@ -174,17 +160,15 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
       float self = dot(qi, k_new.data<float>() + bkv * d, d) * scale;
       float mx = self;
       for (int64_t j = 0; j < cap; ++j) {
-        if (pos[j] < 0) continue;
+        if (pos[j] < 0) {
+          p[j] = -std::numeric_limits<float>::infinity();  // its exponential is 0
+          continue;
+        }
         p[j] = dot(qi, load_row(k_cache, base + j, d, vec.data()), d) * scale;
         mx = std::max(mx, p[j]);
       }
-      float sum = self = std::exp(self - mx);
-      for (int64_t j = 0; j < cap; ++j) {
-        if (pos[j] < 0) continue;
-        p[j] = std::exp(p[j] - mx);
-        sum += p[j];
-      }
-      const float inv = 1.0f / sum;
+      self = exp_approx(self - mx);
+      const float inv = 1.0f / (self + exp_shifted_sum(p.data(), cap, mx));
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < cap; ++j) {
         if (pos[j] < 0) {

@@ -1,0 +1,28 @@
+// Softmax pieces of the attention kernels, vectorised: the exponentials of a prefill are
+// (prompt² / 2) x heads x layers values — 805 M for OPT-1.3B at 8 x 512 — and with the library's
+// scalar expf they took more of attention_prefill than its two GEMMs did.
+//
+// exp_approx is e^x by range reduction (x = n ln2 + r, |r| <= ln2 / 2), a degree-7 polynomial
+// for e^r (Cephes' expf coefficients) and a scale by 2^n built from the exponent bits: within
+// 2 ulp of the exact value for x in [-87.3, 88.7], exactly 1 at 0, 0 below -87.33 (and for
+// -inf), infinity above 88.72, NaN for NaN. The file is compiled without contracting multiply-adds,
+// so every CPU level gets the same bits.
+#pragma once
+
+#include <cstdint>
+
+namespace h2oflex::cpu {
+
+float exp_approx(float x);
+
+// p[j] = e^(p[j] - shift) for j < n; returns their sum, added in index order: zeros (a decode's
+// empty slots, given -inf) and where the values sit in the array leave it unchanged, so caches
+// holding the same tokens in the same order give the same bits whatever their capacity.
+float exp_shifted_sum(float* p, int64_t n, float shift);
+
+// Causal softmax of one query's score row in place: the first `valid` of `n` scores become
+// probabilities, the rest 0. Adds the probabilities to col[0, valid) when col is not null (the
+// column sums H2O keeps).
+void softmax_causal_row(float* p, int64_t valid, int64_t n, double* col);
+
+}  // namespace h2oflex::cpu
