@@ -54,10 +54,12 @@ TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
 #endif
     break;
   }
-  // What a GPU holds outside the tier's own allocations is charged up front, so device_mem
-  // bounds the whole card and the tier's peak shows it.
+  // What the compute device holds outside the tier's own allocations (the ops' buffers; on a
+  // GPU also the CUDA context and cuBLAS workspace) is charged up front, so device_mem bounds
+  // all of it and the tier's peak shows it.
   if (const uint64_t outside = plan.device_bytes_outside_tier(); outside > 0) {
-    device_->charge(outside, "the CUDA context, cuBLAS workspace and op temporaries");
+    device_->charge(outside, plan.gpu ? "the CUDA context, cuBLAS workspace and op temporaries"
+                                      : "the ops' working buffers");
   }
   host_ = std::make_unique<HostTier>(budget_or_unlimited(lim.host_mem));
   disk_path_ = lim.disk_path;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "policy/home_tiers.h"
+#include "runtime/core/cpu_memory_reserve.h"
 #include "runtime/core/error.h"
 #include "runtime/core/gpu_memory_reserve.h"
 
@@ -198,11 +199,22 @@ void plan_activations(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
       2 * plan_round(kv_rows) +
           plan_round(gbs * static_cast<uint64_t>(m.kv_heads * s.prompt_len) * 4) +
           plan_round(gbs * static_cast<uint64_t>(m.vocab) * 4));
-  // On a separate device the layers' working buffers (ops/scratch.h) live there too.
-  if (s.separate_device) {
-    plan.op_scratch_bytes = rows * static_cast<uint64_t>(m.scratch_elems_per_row) * 4;
-    add(plan, TierKind::Device, plan.op_scratch_bytes);
-  }
+  // The layers' working buffers (ops/scratch.h) on the compute device, whichever it is (on a
+  // CPU they are host memory like the device tier), and where the CPU computes, its GEMMs'
+  // bounded operand buffers.
+  // Beside the model's, the engine's own (engine/layer_step.cc, kv_slots.cc): per prompt row
+  // each KV head's starting score and kept position; per sequence decode's q, k, v and attention
+  // output (and their copies where a delegated cache lives), the last hidden row, and each KV
+  // head's slot probabilities, victim and changed slot.
+  const uint64_t kvh = static_cast<uint64_t>(m.kv_heads);
+  const uint64_t qkv =
+      static_cast<uint64_t>(2 * m.query_heads + 2 * m.kv_heads) * static_cast<uint64_t>(m.head_dim);
+  const uint64_t per_row = static_cast<uint64_t>(m.scratch_elems_per_row) + 2 * kvh;
+  const uint64_t per_seq = 2 * qkv + static_cast<uint64_t>(m.hidden) +
+                           kvh * (static_cast<uint64_t>(s.kv_slots) + 1) + 2 * kvh;
+  plan.op_scratch_bytes =
+      (rows * per_row + gbs * per_seq) * 4 + (s.gpu ? 0 : cpu_reserve::kGemmScratchBytes);
+  add(plan, TierKind::Device, plan.op_scratch_bytes);
 }
 
 // A GPU's own memory besides the tensors: the context and cuBLAS workspace, and the pool the

@@ -76,8 +76,9 @@ struct MemoryPlan {
   bool act_workspace = false;              // some batch's activations are staged into the device
   uint64_t bytes[kTierKinds] = {0, 0, 0};  // per tier (TierKind order)
   // Device bytes allocated outside the device tier, included in bytes[Device]: the ops' working
-  // buffers (ops/scratch.h) on a separate device, and on a GPU the stream-ordered pool the ops'
-  // temporaries come from and the context with the cuBLAS workspace (gpu_memory_reserve.h).
+  // buffers (ops/scratch.h) and, on a CPU, the GEMMs' operand buffers (cpu_memory_reserve.h);
+  // on a GPU the stream-ordered pool the ops' temporaries come from and the context with the
+  // cuBLAS workspace (gpu_memory_reserve.h).
   uint64_t op_scratch_bytes = 0;
   // Host bytes of the pinned buffer a GPU's host-produced weights are uploaded through.
   uint64_t weight_upload_bytes = 0;
@@ -86,7 +87,7 @@ struct MemoryPlan {
   // What a GPU's device tier is charged up front besides its own allocations, so that its budget
   // (device_mem) covers the whole card.
   uint64_t device_bytes_outside_tier() const {
-    return gpu ? op_scratch_bytes + gpu_pool_bytes + gpu_fixed_bytes : 0;
+    return op_scratch_bytes + (gpu ? gpu_pool_bytes + gpu_fixed_bytes : 0);
   }
 
   bool cpu_cache_compute = false;

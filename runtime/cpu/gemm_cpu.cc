@@ -12,6 +12,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "runtime/core/cpu_memory_reserve.h"
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
@@ -21,7 +22,7 @@ namespace h2oflex::cpu {
 namespace {
 
 using dnnl::memory;
-using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool>;
+using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, bool, bool>;
 
 struct Gemm {
   dnnl::matmul prim;
@@ -46,17 +47,19 @@ memory::data_type dnnl_type(DType t) {
   }
 }
 
-const Gemm& get_gemm(int64_t m, int64_t k, int64_t n, DType act, DType wt, bool bias, bool relu) {
+// out rows of stride ldo (>= n): a piece of a wider output can be written in place.
+const Gemm& get_gemm(int64_t m, int64_t k, int64_t n, int64_t ldo, DType act, DType wt, bool bias,
+                     bool relu) {
   static std::mutex mu;
   static std::map<Key, Gemm> cache;
-  const Key key{m, k, n, static_cast<int>(act), static_cast<int>(wt), bias, relu};
+  const Key key{m, k, n, ldo, static_cast<int>(act), static_cast<int>(wt), bias, relu};
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   Gemm g;
   g.src = memory::desc({m, k}, dnnl_type(act), memory::dims{k, 1});
   g.wei = memory::desc({k, n}, dnnl_type(wt), memory::dims{1, k});
-  g.dst = memory::desc({m, n}, memory::data_type::f32, memory::dims{n, 1});
+  g.dst = memory::desc({m, n}, memory::data_type::f32, memory::dims{ldo, 1});
   if (bias) g.bias = memory::desc({1, n}, memory::data_type::f32, memory::dims{n, 1});
   dnnl::primitive_attr attr;
   if (relu) {
@@ -139,11 +142,69 @@ void widen(DType t, const uint16_t* in, float* out, int64_t n) {
   }
 }
 
+// One GEMM of the library: out[m, :n] (row stride ldo) = src · weiᵀ (+ bias) (then ReLU).
+void run_gemm(int64_t m, int64_t k, int64_t n, int64_t ldo, DType act, DType wt, const void* src,
+              const void* wei, const float* bias, float* out, bool relu) {
+  const Gemm& g = get_gemm(m, k, n, ldo, act, wt, bias != nullptr, relu);
+  dnnl::stream& stream = thread_stream();
+  const dnnl::engine& eng = cpu_engine();
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(g.src, eng, const_cast<void*>(src))},
+      {DNNL_ARG_WEIGHTS, memory(g.wei, eng, const_cast<void*>(wei))},
+      {DNNL_ARG_DST, memory(g.dst, eng, out)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(g.bias, eng, const_cast<float*>(bias)));
+  g.prim.execute(stream, args);
+  stream.wait();
+}
+
 }  // namespace
 
 bool gemm_has_kernel(ComputeType ct) {
   if (ct == ComputeType::F32) return true;
   return library_has_half_matmul(ops::operand_dtype(ct));
+}
+
+void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const float* bias, float* out,
+                 int64_t ldo, ComputeType ct, bool relu) {
+  const int64_t m = x.dim(0), k = x.dim(1);
+  if (ct == ComputeType::F32) {
+    const void* wei = w;
+    if (wt != DType::F32) {  // widen 16-bit weights (slow path: store weights in f32 instead)
+      float* wide = scratch32(static_cast<size_t>(n * k));
+      widen(wt, static_cast<const uint16_t*>(w), wide, n * k);
+      wei = wide;
+    }
+    run_gemm(m, k, n, ldo, DType::F32, DType::F32, x.data<float>(), wei, bias, out, relu);
+    return;
+  }
+  const DType act = ops::operand_dtype(ct);
+  H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
+                " weights, got ", dtype_name(wt));
+  const bool native = library_has_half_matmul(act);
+  const float* ws = nullptr;
+  if (!native) {
+    // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit
+    // type, then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too).
+    float* wide = scratch32(static_cast<size_t>(n * k), 1);
+    widen(wt, static_cast<const uint16_t*>(w), wide, n * k);
+    ws = wide;
+  }
+  // The input is rounded and multiplied in chunks of rows (cpu_memory_reserve.h); each output
+  // row depends on its own input row only.
+  const int64_t chunk = std::max<int64_t>(
+      1, static_cast<int64_t>(cpu_reserve::kGemmInputChunkBytes / (2 * static_cast<uint64_t>(k))));
+  uint16_t* narrow = scratch16(static_cast<size_t>(std::min(chunk, m) * k));
+  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+    const int64_t mc = std::min(chunk, m - r0);
+    narrow_activations(act, x.data<float>() + r0 * k, narrow, mc * k);
+    if (native) {
+      run_gemm(mc, k, n, ldo, act, act, narrow, w, bias, out + r0 * ldo, relu);
+    } else {
+      float* xs = scratch32(static_cast<size_t>(mc * k), 0);
+      widen(act, narrow, xs, mc * k);
+      run_gemm(mc, k, n, ldo, DType::F32, DType::F32, xs, ws, bias, out + r0 * ldo, relu);
+    }
+  }
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
@@ -152,45 +213,9 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
     linear_compressed(x, w, bias, out, ct, relu);
     return;
   }
-  const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
-  DType act = DType::F32;
-  DType wt = w.dtype();
-  void* src = x.raw();
-  void* wei = w.raw();
-  if (ct == ComputeType::F32) {
-    if (wt != DType::F32) {  // widen 16-bit weights (slow path: store weights in f32 instead)
-      float* wide = scratch32(static_cast<size_t>(n * k));
-      widen(wt, w.data<uint16_t>(), wide, n * k);
-      wei = wide;
-      wt = DType::F32;
-    }
-  } else {
-    act = ops::operand_dtype(ct);
-    H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
-                  " weights, got ", dtype_name(wt));
-    uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
-    narrow_activations(act, x.data<float>(), narrow, m * k);
-    src = narrow;
-    if (!library_has_half_matmul(act)) {
-      // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit
-      // type, then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too).
-      float* xs = scratch32(static_cast<size_t>(m * k), 0);
-      float* ws = scratch32(static_cast<size_t>(n * k), 1);
-      widen(act, narrow, xs, m * k);
-      widen(wt, w.data<uint16_t>(), ws, n * k);
-      src = xs;
-      wei = ws;
-      act = wt = DType::F32;
-    }
-  }
-  const Gemm& g = get_gemm(m, k, n, act, wt, bias != nullptr, relu);
-  dnnl::stream& stream = thread_stream();
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(g.src, cpu_engine(), src)},
-                                       {DNNL_ARG_WEIGHTS, memory(g.wei, cpu_engine(), wei)},
-                                       {DNNL_ARG_DST, memory(g.dst, cpu_engine(), out.raw())}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, memory(g.bias, cpu_engine(), bias->raw()));
-  g.prim.execute(stream, args);
-  stream.wait();
+  const int64_t n = w.dim(0);
+  linear_into(x, w.raw(), w.dtype(), n, bias ? bias->data<float>() : nullptr, out.data<float>(), n,
+              ct, relu);
 }
 
 }  // namespace h2oflex::cpu

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/core/cpu_memory_reserve.h"
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
 #include "runtime/core/vector_clones.h"
@@ -29,7 +30,7 @@ namespace {
 constexpr int64_t kFusedRows = 16;                      // inputs up to this many rows: fused
 constexpr int64_t kFewRows = 64;                        // inputs up to this many rows: decode-like
 constexpr int64_t kCachePieceBytes = int64_t{1} << 20;  // per thread, f32 values
-constexpr int64_t kGemmPieceBytes = int64_t{16} << 20;
+constexpr auto kPieceBytes = static_cast<int64_t>(cpu_reserve::kCompressedPieceBytes);
 
 float* piece_scratch(size_t n) {
   thread_local std::vector<float> buf;
@@ -144,14 +145,22 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
   const int64_t rb = quant4::row_bytes(k);
   const uint8_t* packed = w.data<const uint8_t>();
+  const float* b = bias ? bias->data<const float>() : nullptr;
   if (ct != ComputeType::F32) {
-    // 16-bit compute: the dequantized matrix in the operand type (per-thread scratch, reused
-    // across calls), then the plain path.
+    // 16-bit compute: pieces of the matrix dequantized to the operand type, each multiplied by
+    // the plain path into its columns of the output.
+    const DType op = ops::operand_dtype(ct);
+    const int64_t rows = std::max<int64_t>(1, kPieceBytes / (2 * k));
     thread_local std::vector<uint16_t> buf;
-    if (buf.size() < static_cast<size_t>(n * k)) buf.resize(static_cast<size_t>(n * k));
-    Tensor wide = Tensor::wrap(buf.data(), {n, k}, ops::operand_dtype(ct));
-    dequantize4(w, wide);
-    linear(x, wide, bias, out, ct, relu);
+    if (buf.size() < static_cast<size_t>(std::min(rows, n) * k)) {
+      buf.resize(static_cast<size_t>(std::min(rows, n) * k));
+    }
+    for (int64_t n0 = 0; n0 < n; n0 += rows) {
+      const int64_t nc = std::min(rows, n - n0);
+      Tensor piece = Tensor::wrap(buf.data(), {nc, k}, op);
+      dequantize4(w.slice(n0, n0 + nc), piece);
+      linear_into(x, buf.data(), op, nc, b ? b + n0 : nullptr, out.data<float>() + n0, n, ct, relu);
+    }
     return;
   }
   const float* xs = x.data<const float>();
@@ -169,7 +178,7 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
       gemm_piece(xs, m, k, piece, nc, o + n0, n);
     }
   } else {
-    const int64_t rows = std::max<int64_t>(1, kGemmPieceBytes / (4 * k));
+    const int64_t rows = std::max<int64_t>(1, kPieceBytes / (4 * k));
     const int64_t chunk = (rows + 1) / 2;  // the threads dequantize a piece's halves
     for (int64_t n0 = 0; n0 < n; n0 += rows) {
       const int64_t nc = std::min(rows, n - n0);
@@ -182,7 +191,6 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
     }
   }
   if (bias || relu) {
-    const float* b = bias ? bias->data<const float>() : nullptr;
 #pragma omp parallel for schedule(static) if (m * n > 65536)
     for (int64_t i = 0; i < m; ++i) {
       float* row = o + i * n;

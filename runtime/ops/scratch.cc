@@ -40,6 +40,16 @@ Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device) {
   return Tensor::wrap(buf.raw(), std::move(shape), dtype, device, buf.holder());
 }
 
+uint64_t scratch_bytes_held(Device device) {
+  uint64_t n = 0;
+  for (const Tensor& buf : buffers_of(device)) n += buf.defined() ? buf.nbytes() : 0;
+  return n;
+}
+
+void release_scratch(Device device) {
+  for (Tensor& buf : buffers_of(device)) buf = Tensor();
+}
+
 Tensor scratch_copy(Scratch purpose, const Tensor& t, Device device) {
   if (t.device() == device) return t;
   Tensor out = scratch(purpose, t.shape(), t.dtype(), device);

@@ -46,6 +46,11 @@ enum class Scratch : int {
 // A contiguous tensor of `shape` and `dtype` on `device`; contents are undefined.
 Tensor scratch(Scratch purpose, Shape shape, DType dtype, Device device);
 
+// Bytes this thread's buffers hold on `device` (what the memory plan's op_scratch_bytes must
+// cover), and their release (a test measures one run from nothing).
+uint64_t scratch_bytes_held(Device device);
+void release_scratch(Device device);
+
 // `t` as the code on `device` sees it: `t` itself when it is already there, else a copy in
 // `purpose`'s buffer on `device` (small per-step inputs such as token ids, uploaded to a GPU).
 Tensor scratch_copy(Scratch purpose, const Tensor& t, Device device);

@@ -25,6 +25,7 @@ namespace h2oflex {
 namespace {
 
 MpiTransport* g_world = nullptr;
+std::filesystem::path g_disk_dir;  // the shared directory once made, removed at exit
 
 // One directory for all ranks (rank 0's pid), so the stages share one weight layout as they do
 // on one machine.
@@ -34,6 +35,7 @@ std::string shared_disk_dir() {
   const auto dir =
       std::filesystem::temp_directory_path() / ("h2oflex-stages-" + std::to_string(pid));
   std::filesystem::create_directories(dir);
+  g_disk_dir = dir;
   return dir.string();
 }
 
@@ -137,5 +139,10 @@ int main(int argc, char** argv) {
   if (world.rank() != 0) GTEST_FLAG_SET(brief, true);
   testing::UnitTest::GetInstance()->listeners().Append(new h2oflex::FailureEndsJob);
   const int rc = RUN_ALL_TESTS();
+  // Every rank is done with the shared layout before rank 0 removes it.
+  world.barrier();
+  if (world.rank() == 0 && !h2oflex::g_disk_dir.empty()) {
+    std::filesystem::remove_all(h2oflex::g_disk_dir);
+  }
   return rc;
 }

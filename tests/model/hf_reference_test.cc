@@ -2,11 +2,10 @@
 // left-padded batch and 16 greedy steps, recorded by tools/gen_opt_fixtures.py.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine/pipeline.h"
 #include "policy/run_policy.h"
 #include "tests/support/hf_fixtures.h"
+#include "tests/support/scratch_dir.h"
 
 namespace h2oflex {
 namespace {
@@ -57,12 +56,11 @@ TEST(HuggingFace, CompressedWeightsLogitsError) {
 }
 
 // The tiered pipeline on a real checkpoint: weights on disk, KV on host, 3 GPU batches of 1.
-TEST(HuggingFace, PipelineWithWeightsOnDiskMatchesGreedyTokens) {
-  const auto scratch =
-      std::filesystem::temp_directory_path() / ("h2oflex-hf-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(scratch);
+class HuggingFacePipeline : public testing_support::ScratchDirTest {};
+
+TEST_F(HuggingFacePipeline, WeightsOnDiskMatchGreedyTokens) {
   check_pipeline_with_weights_on_disk(PipelineDevice::Cpu, /*cpu_cache_compute=*/false,
-                                      scratch.string());
+                                      dir().string());
 }
 
 }  // namespace

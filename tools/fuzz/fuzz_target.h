@@ -28,15 +28,23 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};
 }
 
-// A directory of this process's own for files a target must hand to a loader by path.
+// A directory of this process's own for files a target must hand to a loader by path, removed
+// when the process exits.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
+  struct OwnedDir {
+    std::filesystem::path path;
+    ~OwnedDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const OwnedDir dir = [] {
     auto d =
         std::filesystem::temp_directory_path() / ("h2oflex-fuzz-" + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
-    return d;
+    return OwnedDir{d};
   }();
-  return dir;
+  return dir.path;
 }
 
 inline std::filesystem::path write_scratch(const std::string& name, std::string_view bytes) {
