@@ -12,6 +12,30 @@ uint64_t round_up(uint64_t n, uint64_t block) {
   return (n + block - 1) / block * block;
 }
 
+// A load reads across the gap between two records' filled parts rather than splitting its
+// request there, when the gap costs less than a request: direct reads of 128 KiB (one record's
+// filled slots of a full cache) reach ~0.7-0.85x the disk's rate of 1 MiB ones (bench-io
+// --chunk), and the io engine splits a long span into its own chunks. A gap up to 1/16 of the
+// span after it (6% more bytes) or 16 KiB (a few microseconds at the disk's rate) is read
+// through; its bytes land in slots beyond the filled ones, which nothing reads. Stores keep the
+// exact spans: they write only what is live.
+ByteSpans read_through_gaps(const ByteSpans& spans) {
+  ByteSpans out;
+  for (const ByteSpan& s : spans) {
+    if (!out.empty()) {
+      ByteSpan& last = out.back();
+      const uint64_t end = last.src + last.length;
+      const uint64_t gap_limit = std::max<uint64_t>(16 << 10, s.length / 16);
+      if (last.src == last.dst && s.src == s.dst && s.src >= end && s.src - end <= gap_limit) {
+        last.length = s.src + s.length - last.src;
+        continue;
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 KvLog::KvLog(const KvLogGeometry& g, int compact_every) : g_(g), compact_every_(compact_every) {
@@ -54,7 +78,7 @@ ByteSpans KvLog::write_base(uint64_t filled) {
 }
 
 ByteSpans KvLog::load() {
-  ByteSpans out = base_spans(base_filled_);
+  ByteSpans out = read_through_gaps(base_spans(base_filled_));
   const uint64_t rec = g_.record_bytes;
   for (const Entry& e : entries_) {
     const uint64_t n = e.records.size();

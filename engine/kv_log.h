@@ -48,7 +48,8 @@ class KvLog {
   // After prefill the workspace holds `filled` slots per record: spans (workspace -> home) that
   // write them to the base; the log is empty.
   ByteSpans write_base(uint64_t filled);
-  // Spans (home -> workspace) that load the current cache: the base's filled part, then the
+  // Spans (home -> workspace) that load the current cache: the base's filled part (read through
+  // short gaps between records: slots beyond the filled ones may receive stale bytes), then the
   // log's records in the order they were written. Counts the log's bytes as read.
   ByteSpans load();
   // A decode step wrote `changed` (slot per record, -1 for none): spans (workspace -> home) of

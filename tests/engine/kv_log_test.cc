@@ -121,6 +121,27 @@ TEST(KvLog, LoadsRebuildTheCacheAtEveryCompactionPoint) {
   }
 }
 
+// A full cache's base is read as few long requests when the gaps between records' filled parts
+// are short (prompt 512 of 528 slots: 4 KiB gaps), and record by record when they are not (512 of
+// 1024: 128 KiB gaps, as many bytes as the records').
+TEST(KvLog, LoadsReadThroughShortGapsOnly) {
+  const uint64_t records = 256, record = 256, prompt = 512;
+  const KvLogGeometry near_full = geometry(records, 528, record, 16, 512);
+  KvLog a(near_full);
+  const uint64_t live = total_length(a.write_base(prompt));
+  EXPECT_EQ(live, 2 * records * prompt * record);
+  const ByteSpans read = a.load();
+  EXPECT_EQ(read.size(), 1u);
+  EXPECT_LE(total_length(read), live + live / 16);
+
+  const KvLogGeometry half_full = geometry(records, 1024, record, 16, 512);
+  KvLog b(half_full);
+  EXPECT_EQ(total_length(b.write_base(prompt)), live);
+  const ByteSpans exact = b.load();
+  EXPECT_EQ(exact.size(), 2 * records);
+  EXPECT_EQ(total_length(exact), live);
+}
+
 TEST(KvLog, FixedPointsCompactThatOften) {
   const KvLogGeometry g = geometry(4, 64, 256, 30, 512);
   EXPECT_EQ(run(g, 8, 30, false, 1, 5), 15);  // every other store compacts
