@@ -16,6 +16,7 @@
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
+#include "runtime/cpu/linear_few_rows.h"
 
 namespace h2oflex::cpu {
 
@@ -180,6 +181,13 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
   const DType act = ops::operand_dtype(ct);
   H2OFLEX_CHECK(wt == act, "linear: ", dtype_name(act), " compute needs ", dtype_name(act),
                 " weights, got ", dtype_name(wt));
+  if (act == DType::BF16 && m <= kFewRowsBf16 && few_rows_bf16_available()) {
+    // A decode step's few rows: bound by the weights' bytes (linear_few_rows.h).
+    uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
+    narrow_activations(act, x.data<float>(), narrow, m * k);
+    linear_few_rows_bf16(narrow, m, k, static_cast<const uint16_t*>(w), n, bias, out, ldo, relu);
+    return;
+  }
   const bool native = library_has_half_matmul(act);
   const float* ws = nullptr;
   if (!native) {

@@ -1,0 +1,115 @@
+// Decode-sized bf16 linear (runtime/cpu/linear_few_rows_cpu.cc), reached through ops::linear:
+// against a double-precision product of the bf16-rounded operands, row by row independent of
+// how many rows came with it, and close to the library GEMM that takes larger inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+#include "runtime/core/rng.h"
+#include "runtime/cpu/linear_few_rows.h"
+#include "runtime/ops/ops.h"
+
+namespace h2oflex {
+namespace {
+
+Tensor random_rows(int64_t rows, int64_t n, uint64_t stream, float std) {
+  Tensor t = Tensor::empty({rows, n}, DType::F32);
+  fill_normal(t.data<float>(), static_cast<uint64_t>(t.numel()), 91, stream, 0, 0.0f, std);
+  return t;
+}
+
+// Round to nearest even, written out here rather than taken from the code under test.
+uint16_t to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+double from_bf16(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+Tensor to_bf16_tensor(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), DType::BF16);
+  for (int64_t i = 0; i < x.numel(); ++i) out.data<uint16_t>()[i] = to_bf16(x.data<float>()[i]);
+  return out;
+}
+
+TEST(LinearFewRowsBf16, IsTheProductOfTheRoundedOperands) {
+  for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 33, 5},
+                         {3, 64, 40},
+                         {8, 2048, 129},
+                         {16, 130, 70},
+                         {cpu::kFewRowsBf16, 16, 3}}) {
+    const Tensor x = random_rows(m, k, 1, 1.0f);
+    const Tensor w = to_bf16_tensor(random_rows(n, k, 2, 0.05f));
+    const Tensor bias = random_rows(1, n, 3, 0.1f).reshape({n});
+    for (bool relu : {false, true}) {
+      Tensor got = Tensor::empty({m, n}, DType::F32);
+      ops::linear(x, w, &bias, got, ops::ComputeType::BF16, relu);
+      double worst = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = bias.data<float>()[j], magnitude = 0;
+          for (int64_t t = 0; t < k; ++t) {
+            const double p = from_bf16(to_bf16(x.data<float>()[i * k + t])) *
+                             from_bf16(w.data<uint16_t>()[j * k + t]);
+            want += p;
+            magnitude += std::fabs(p);
+          }
+          if (relu) want = std::max(want, 0.0);
+          // f32 sums: a few units of 2^-24 of the summed magnitudes per term added.
+          const double bound = (magnitude + 1e-3) * 1e-6 * std::sqrt(static_cast<double>(k));
+          worst = std::max(worst, std::fabs(got.data<float>()[i * n + j] - want) / bound);
+        }
+      }
+      EXPECT_LT(worst, 1.0) << m << "x" << k << "x" << n << " relu " << relu;
+    }
+  }
+}
+
+// A row's result is the same bits whatever other rows share the call: a sequence's tokens must
+// not depend on the batch it ran in.
+TEST(LinearFewRowsBf16, EachRowIsIndependentOfTheOthers) {
+  const int64_t k = 300, n = 200;
+  const Tensor x = random_rows(cpu::kFewRowsBf16, k, 4, 1.0f);
+  const Tensor w = to_bf16_tensor(random_rows(n, k, 5, 0.05f));
+  Tensor all = Tensor::empty({cpu::kFewRowsBf16, n}, DType::F32);
+  ops::linear(x, w, nullptr, all, ops::ComputeType::BF16);
+  for (int64_t m : {1, 5, 8}) {
+    for (int64_t first : {int64_t{0}, cpu::kFewRowsBf16 - m}) {
+      Tensor part = Tensor::empty({m, k}, DType::F32);
+      std::memcpy(part.raw(), x.data<float>() + first * k, static_cast<size_t>(m * k) * 4);
+      Tensor got = Tensor::empty({m, n}, DType::F32);
+      ops::linear(part, w, nullptr, got, ops::ComputeType::BF16);
+      EXPECT_EQ(std::memcmp(got.raw(), all.data<float>() + first * n, got.nbytes()), 0)
+          << m << " rows from row " << first;
+    }
+  }
+}
+
+// One row more and the library's bf16 GEMM takes the input: the two agree to f32 rounding.
+TEST(LinearFewRowsBf16, AgreesWithTheLibraryGemmOfOneRowMore) {
+  const int64_t k = 1000, n = 300;
+  const Tensor x = random_rows(cpu::kFewRowsBf16 + 1, k, 6, 1.0f);
+  const Tensor w = to_bf16_tensor(random_rows(n, k, 7, 0.05f));
+  Tensor many = Tensor::empty({cpu::kFewRowsBf16 + 1, n}, DType::F32);
+  ops::linear(x, w, nullptr, many, ops::ComputeType::BF16);
+  Tensor few_in = Tensor::empty({cpu::kFewRowsBf16, k}, DType::F32);
+  std::memcpy(few_in.raw(), x.raw(), few_in.nbytes());
+  Tensor few = Tensor::empty({cpu::kFewRowsBf16, n}, DType::F32);
+  ops::linear(few_in, w, nullptr, few, ops::ComputeType::BF16);
+  for (int64_t i = 0; i < cpu::kFewRowsBf16 * n; ++i) {
+    EXPECT_NEAR(few.data<float>()[i], many.data<float>()[i], 1e-4) << i;
+  }
+}
+
+}  // namespace
+}  // namespace h2oflex
