@@ -8,18 +8,12 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/core/rng.h"
 #include "runtime/cpu/linear_few_rows.h"
 #include "runtime/ops/ops.h"
+#include "tests/support/random_rows.h"
 
 namespace h2oflex {
 namespace {
-
-Tensor random_rows(int64_t rows, int64_t n, uint64_t stream, float std) {
-  Tensor t = Tensor::empty({rows, n}, DType::F32);
-  fill_normal(t.data<float>(), static_cast<uint64_t>(t.numel()), 91, stream, 0, 0.0f, std);
-  return t;
-}
 
 // Round to nearest even, written out here rather than taken from the code under test.
 uint16_t to_bf16(float f) {

@@ -13,15 +13,10 @@
 #include "runtime/core/rng.h"
 #include "runtime/core/storage_format.h"
 #include "runtime/ops/ops.h"
+#include "tests/support/random_rows.h"
 
 namespace h2oflex {
 namespace {
-
-Tensor random_rows(int64_t rows, int64_t n, uint64_t stream, float std) {
-  Tensor t = Tensor::empty({rows, n}, DType::F32);
-  fill_normal(t.data<float>(), static_cast<uint64_t>(t.numel()), 77, stream, 0, 0.0f, std);
-  return t;
-}
 
 Tensor compress(const Tensor& x) {
   const int64_t n = x.dim(x.rank() - 1);
