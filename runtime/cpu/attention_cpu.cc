@@ -74,6 +74,94 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   if (st != dnnl_success) throw InternalError("attention: dnnl_sgemm failed");
 }
 
+// How the decode loops read a KV head's cached rows. A plain f32 or bf16 cache is read in place
+// (bf16 widened inside the dot product and the weighted sum rather than into a scratch row), with
+// each row's lines touched kPrefetchRows rows ahead: a head's rows are one sequential stream, and
+// with the hardware prefetcher alone decode attention read its cache more slowly than the weight
+// GEMMs read theirs. A compressed or f16 cache is converted row by row (load_row).
+constexpr int64_t kPrefetchRows = 16;
+
+inline float widen_value(float v) {
+  return v;
+}
+inline float widen_value(uint16_t v) {
+  return bf16_to_f32(v);
+}
+
+template <typename T>
+struct PlainRows {
+  const T* base;  // the KV head's first row
+  int64_t d;
+  void prefetch(int64_t j) const {
+    const char* ahead = reinterpret_cast<const char*>(base + (j + kPrefetchRows) * d);
+    for (size_t off = 0; off < static_cast<size_t>(d) * sizeof(T); off += 64) {
+      __builtin_prefetch(ahead + off);
+    }
+  }
+  float dot(const float* q, int64_t j) const {
+    const T* r = base + j * d;
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < d; ++i) s += q[i] * widen_value(r[i]);
+    return s;
+  }
+  void axpy(float alpha, int64_t j, float* acc) const {
+    const T* r = base + j * d;
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) acc[i] += alpha * widen_value(r[i]);
+  }
+};
+
+struct ConvertedRows {
+  const Tensor& t;
+  int64_t base, d;  // the KV head's first row, values per row
+  float* scratch;
+  void prefetch(int64_t) const {}
+  float dot(const float* q, int64_t j) const {
+    return cpu::dot(q, load_row(t, base + j, d, scratch), d);
+  }
+  void axpy(float alpha, int64_t j, float* acc) const {
+    cpu::axpy(alpha, load_row(t, base + j, d, scratch), acc, d);
+  }
+};
+
+// One query row against its KV head: softmax over the retained slots and the new token (score
+// `self`), then acc = the probability-weighted sum of the V rows and v_new. p receives the
+// slots' probabilities (0 for empty slots); returns the new token's. Inlined into each of
+// decode_head's clones, so the row readers get its vector width.
+template <typename Rows>
+inline __attribute__((always_inline)) float attend_slots(const float* qi, const Rows& k,
+                                                         const Rows& v, const int32_t* pos,
+                                                         float self, float scale,
+                                                         const float* v_new, int64_t cap, int64_t d,
+                                                         float* p, float* acc) {
+  float mx = self;
+  for (int64_t j = 0; j < cap; ++j) {
+    k.prefetch(j);
+    if (pos[j] < 0) {
+      p[j] = -std::numeric_limits<float>::infinity();  // its exponential is 0
+      continue;
+    }
+    p[j] = k.dot(qi, j) * scale;
+    mx = std::max(mx, p[j]);
+  }
+  self = exp_approx(self - mx);
+  const float inv = 1.0f / (self + exp_shifted_sum(p, cap, mx));
+  std::fill_n(acc, d, 0.0f);
+  for (int64_t j = 0; j < cap; ++j) {
+    v.prefetch(j);
+    if (pos[j] < 0) {
+      p[j] = 0.0f;
+      continue;
+    }
+    p[j] *= inv;
+    v.axpy(p[j], j, acc);
+  }
+  self *= inv;
+  axpy(self, v_new, acc, d);
+  return self;
+}
+
 // One query head's decode attention over its KV head's slots. Compiled for the widest vectors
 // the CPU has: the dot products, the weighted sums and the widening of a 16-bit cache are most
 // of a decode step's time outside the GEMMs (at the baseline's SSE2 a decode step of OPT-1.3B
@@ -88,29 +176,21 @@ H2OFLEX_VECTOR_CLONES void decode_head(const Tensor& q, const Tensor& k_cache,
   const float* qi = q.data<float>() + bh * d;
   const int32_t* pos = slot_pos.data<int32_t>() + bkv * cap;
   const int64_t base = bkv * cap;  // the KV head's first cached row
+  const float* vn = v_new.data<float>() + bkv * d;
   float self = dot(qi, k_new.data<float>() + bkv * d, d) * scale;
-  float mx = self;
-  for (int64_t j = 0; j < cap; ++j) {
-    if (pos[j] < 0) {
-      p[j] = -std::numeric_limits<float>::infinity();  // its exponential is 0
-      continue;
-    }
-    p[j] = dot(qi, load_row(k_cache, base + j, d, vec), d) * scale;
-    mx = std::max(mx, p[j]);
+  const DType kind = k_cache.dtype() == v_cache.dtype() ? k_cache.dtype() : DType::U8;
+  if (kind == DType::F32) {
+    const PlainRows<float> k{k_cache.data<float>() + base * d, d};
+    const PlainRows<float> v{v_cache.data<float>() + base * d, d};
+    self = attend_slots(qi, k, v, pos, self, scale, vn, cap, d, p, acc);
+  } else if (kind == DType::BF16) {
+    const PlainRows<uint16_t> k{k_cache.data<uint16_t>() + base * d, d};
+    const PlainRows<uint16_t> v{v_cache.data<uint16_t>() + base * d, d};
+    self = attend_slots(qi, k, v, pos, self, scale, vn, cap, d, p, acc);
+  } else {
+    const ConvertedRows k{k_cache, base, d, vec}, v{v_cache, base, d, vec};
+    self = attend_slots(qi, k, v, pos, self, scale, vn, cap, d, p, acc);
   }
-  self = exp_approx(self - mx);
-  const float inv = 1.0f / (self + exp_shifted_sum(p, cap, mx));
-  std::fill_n(acc, d, 0.0f);
-  for (int64_t j = 0; j < cap; ++j) {
-    if (pos[j] < 0) {
-      p[j] = 0.0f;
-      continue;
-    }
-    p[j] *= inv;
-    axpy(p[j], load_row(v_cache, base + j, d, vec), acc, d);
-  }
-  self *= inv;
-  axpy(self, v_new.data<float>() + bkv * d, acc, d);
   std::copy_n(acc, d, out.data<float>() + bh * d);
   if (probs_out != nullptr) std::copy_n(p, cap, probs_out + bh * cap);
   if (self_out != nullptr) self_out[bh] = self;
