@@ -9,6 +9,8 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
+#include "experiments/bench_decode.h"
+#include "experiments/bench_timing.h"
 #include "experiments/output_paths.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_model.h"
@@ -24,20 +26,6 @@ struct Shape3 {
   const char* name;
   int64_t m, k, n;
 };
-
-// Median of `repeats` timings of fn() (after one warm-up call).
-template <typename Fn>
-double median_seconds(int repeats, Fn&& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    Stopwatch w;
-    fn();
-    t.push_back(w.elapsed());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // n normal values of standard deviation `scale` in `type` into m.
 void fill_operand(dnnl::memory& m, int64_t n, DType type, uint64_t stream, float scale) {
@@ -135,12 +123,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
   const char* type_name = dtype_name(wdt).data();
   const OptModel model(cfg);
   const ModelWeights w = load_model_weights(model, wdt, dummy_weight_producer(1));
-  std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
-  for (int b = 0; b < o.batch; ++b) {
-    for (int t = 0; t < o.prompt_len; ++t) {
-      prompts[b].push_back(4 + static_cast<int32_t>(philox4x32(1, b, t)[0] % (cfg.vocab - 4)));
-    }
-  }
+  const auto prompts = bench_prompts(cfg.vocab, o.batch, o.prompt_len);
   GenerationSettings g;
   g.gen_len = 1;
   g.compute = ct;
@@ -193,7 +176,9 @@ int run_bench_compute(const BenchComputeOptions& o) {
   const ops::ComputeType ct = resolve_compute_type(o.compute_dtype);
   if (o.what == "gemm") return bench_gemm(o, *cfg, ct);
   if (o.what == "prefill") return bench_prefill(o, *cfg, ct);
-  throw InputError(detail::concat("bench: unknown benchmark '", o.what, "' (gemm or prefill)"));
+  if (o.what == "decode") return bench_decode(o, *cfg, ct);
+  throw InputError(
+      detail::concat("bench: unknown benchmark '", o.what, "' (gemm, prefill or decode)"));
 }
 
 }  // namespace h2oflex

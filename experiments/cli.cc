@@ -71,11 +71,13 @@ int cli_main(int argc, char** argv) {
   bio_cmd->add_option("--json", bio.json_out, "write the result document here");
 
   BenchComputeOptions bc;
-  CLI::App* bench_cmd = app.add_subcommand("bench", "compute benchmarks: gemm, prefill");
-  bench_cmd->add_option("what", bc.what, "gemm | prefill")->required();
+  CLI::App* bench_cmd = app.add_subcommand("bench", "compute benchmarks: gemm, prefill, decode");
+  bench_cmd->add_option("what", bc.what, "gemm | prefill | decode")->required();
   bench_cmd->add_option("--model", bc.model, "OPT model whose shapes to use");
   bench_cmd->add_option("--batch", bc.batch, "sequences");
   bench_cmd->add_option("--prompt-len", bc.prompt_len, "prompt tokens");
+  bench_cmd->add_option("--gen-len", bc.gen_len,
+                        "decode: generated tokens (gen-len - 1 steps timed)");
   bench_cmd->add_option("--repeats", bc.repeats, "timed repetitions (median reported)");
   bench_cmd->add_option("--compute-dtype", bc.compute_dtype, "auto | f32 | f16 | bf16");
   bench_cmd->add_option("--json", bc.json_out, "write the result document here");

@@ -15,6 +15,8 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
+#include "experiments/bench_timing.h"
+#include "experiments/memory_rate.h"
 #include "experiments/output_paths.h"
 #include "experiments/run_config.h"
 #include "models/opt/opt_config.h"
@@ -35,32 +37,10 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-// Median of `repeats` timings of fn() after one untimed warm-up call (first-touch page faults,
-// oneDNN primitive creation).
-template <typename Fn>
-double median_seconds(int repeats, Fn&& fn) {
-  fn();
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    const Stopwatch w;
-    fn();
-    t.push_back(w.elapsed());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 Tensor random_tensor(Shape shape, DType dtype, uint64_t stream, float stddev) {
   Tensor f = Tensor::empty(shape, DType::F32);
   fill_normal(f.data<float>(), static_cast<uint64_t>(f.numel()), 7, stream, 0, 0.0f, stddev);
   return dtype == DType::F32 ? f : to_dtype(f, dtype);
-}
-
-double measure_memcpy(uint64_t bytes, int repeats) {
-  AlignedBuffer a(bytes), b(bytes);
-  std::memset(a.data(), 1, bytes);
-  std::memset(b.data(), 2, bytes);
-  return bytes / median_seconds(repeats, [&] { std::memcpy(b.data(), a.data(), bytes); });
 }
 
 struct DiskRates {
@@ -323,7 +303,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   m.compute_dtype = std::string(dtype_name(wdt));
 
   std::fprintf(stderr, "profile: memcpy ...\n");
-  m.memcpy_bps = measure_memcpy(o.memcpy_bytes, o.repeats);
+  m.memcpy_bps = measure_memory_rates(o.memcpy_bytes, o.repeats, /*parallel=*/false).copy_bps;
   std::fprintf(stderr, "profile: disk (%s in %s) ...\n", format_bytes(o.disk_bytes).c_str(),
                o.disk_path.c_str());
   const DiskRates disk = measure_disk(o.disk_path, o.disk_bytes, o.repeats);
