@@ -37,9 +37,14 @@ Tensor to_bf16_tensor(const Tensor& x) {
 }
 
 TEST(LinearFewRowsBf16, IsTheProductOfTheRoundedOperands) {
+  // Row counts of every choice of weight rows per pass (4, 3, 2) and of inputs taken in two
+  // halves (even and odd), output counts that leave a ragged last pass, short and long inner
+  // dimensions.
   for (auto [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{1, 33, 5},
                          {3, 64, 40},
                          {8, 2048, 129},
+                         {12, 100, 67},
+                         {15, 64, 33},
                          {16, 130, 70},
                          {cpu::kFewRowsBf16, 16, 3}}) {
     const Tensor x = random_rows(m, k, 1, 1.0f);
