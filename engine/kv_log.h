@@ -46,7 +46,8 @@ class KvLog {
   explicit KvLog(const KvLogGeometry& g, int compact_every = 0);
 
   // After prefill the workspace holds `filled` slots per record: spans (workspace -> home) that
-  // write them to the base; the log is empty.
+  // write them to the base, across the same short gaps between records as a load reads (so the
+  // file has no holes inside what a load reads); the log is empty.
   ByteSpans write_base(uint64_t filled);
   // Spans (home -> workspace) that load the current cache: the base's filled part (read through
   // short gaps between records: slots beyond the filled ones may receive stale bytes), then the

@@ -1,4 +1,5 @@
-// A page-aligned anonymous mmap buffer owned by one object (bounce and staging buffers).
+// A page-aligned anonymous buffer owned by one object (bounce and staging buffers): see
+// runtime/core/anonymous_memory.h.
 #pragma once
 
 #include <cstddef>

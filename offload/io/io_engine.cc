@@ -24,7 +24,8 @@ bool aligned(uint64_t v, size_t a) {
 
 }  // namespace
 
-IoEngine::IoEngine(IoEngineOptions options) : options_(options) {
+IoEngine::IoEngine(IoEngineOptions options)
+    : options_(options), ioprio_class_(options.ioprio_class) {
   H2OFLEX_INPUT_CHECK(options_.chunk_bytes > 0, "io chunk size must be positive");
   H2OFLEX_INPUT_CHECK(options_.queue_depth > 0 && options_.queue_depth <= 4096,
                       "io queue depth must be in [1, 4096], got ", options_.queue_depth);
@@ -189,6 +190,8 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     } else {
       io_uring_prep_read(sqe, file.fd(), s.buf, len, s.offset);
     }
+    // The class in the top 3 of the 16 bits, level 0 (linux/ioprio.h's IOPRIO_PRIO_VALUE).
+    if (ioprio_class_ != 0) sqe->ioprio = static_cast<uint16_t>(ioprio_class_ << 13);
     s.sequence = sequence_++;
     io_uring_sqe_set_data64(sqe, index);
     ++in_flight;
@@ -253,6 +256,9 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
       bool finished = true;
       if (res == -EAGAIN || res == -EINTR) {
         finished = false;  // resubmit unchanged
+      } else if (res == -EPERM && ioprio_class_ != 0) {
+        ioprio_class_ = 0;  // the priority is not allowed here: go on without it
+        finished = false;
       } else if (res < 0) {
         fail(s, errno_text(-res));
       } else if (res == 0 && !is_write) {

@@ -21,6 +21,8 @@
 
 namespace h2oflex {
 
+inline constexpr int kIoprioClassRealTime = 1;  // IOPRIO_CLASS_RT
+
 struct IoEngineOptions {
   size_t chunk_bytes = 1 << 20;
   unsigned queue_depth = 32;
@@ -28,6 +30,10 @@ struct IoEngineOptions {
   bool sqpoll = false;
   // Slots in the sparse fixed-buffer table.
   unsigned registered_slots = 256;
+  // The requests' I/O priority class (ioprio_set(2)'s IOPRIO_CLASS_*; 0: the thread's). A class
+  // the process may not use (real time needs CAP_SYS_ADMIN or CAP_SYS_NICE) is dropped at the
+  // first request the kernel refuses, and the request is resubmitted without it.
+  int ioprio_class = 0;
 };
 
 // What one submitted request was, as shown to a fault hook.
@@ -83,6 +89,8 @@ class IoEngine {
   void set_fault_hook(std::shared_ptr<IoFaultHook> hook);
   const IoEngineOptions& options() const { return options_; }
   uint64_t requests_submitted() const { return sequence_; }
+  // The priority class requests carry now (0 once the kernel refused the one asked for).
+  int ioprio_class() const { return ioprio_class_; }
   uint64_t fixed_requests_submitted() const { return fixed_requests_; }
 
  private:
@@ -106,6 +114,7 @@ class IoEngine {
   std::shared_ptr<IoFaultHook> hook_;
   uint64_t sequence_ = 0;
   uint64_t fixed_requests_ = 0;
+  int ioprio_class_ = 0;
 };
 
 }  // namespace h2oflex

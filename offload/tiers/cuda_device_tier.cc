@@ -63,7 +63,7 @@ void* CudaDeviceTier::raw_allocate(size_t bytes) {
   return ptr;
 }
 
-void CudaDeviceTier::raw_free(void* ptr) {
+void CudaDeviceTier::raw_free(void* ptr, size_t /*bytes*/) {
   const cuda::DeviceGuard guard(device_);
   CUDA_CHECK(cudaFree(ptr));
 }

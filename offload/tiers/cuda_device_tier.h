@@ -33,7 +33,7 @@ class CudaDeviceTier final : public DeviceMemoryTier {
 
  private:
   void* raw_allocate(size_t bytes) override;
-  void raw_free(void* ptr) override;
+  void raw_free(void* ptr, size_t bytes) override;
 
   int device_;
 };

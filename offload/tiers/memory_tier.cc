@@ -1,12 +1,11 @@
 #include "offload/tiers/memory_tier.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/core/anonymous_memory.h"
 #include "runtime/core/byte_size.h"
 
 namespace h2oflex {
@@ -54,7 +53,7 @@ void DeviceMemoryTier::free(void* ptr) {
     bytes = it->second;
     sizes_.erase(it);
   }
-  raw_free(ptr);
+  raw_free(ptr, bytes);
   discharge(bytes);
 }
 
@@ -62,7 +61,7 @@ void DeviceMemoryTier::release_all() noexcept {
   std::lock_guard lock(mutex_);
   for (auto& [ptr, bytes] : sizes_) {
     try {
-      raw_free(ptr);
+      raw_free(ptr, bytes);
     } catch (...) {
     }
   }
@@ -70,16 +69,19 @@ void DeviceMemoryTier::release_all() noexcept {
 }
 
 CpuDeviceTier::CpuDeviceTier(uint64_t budget, size_t alignment, bool host_addressable)
-    : DeviceMemoryTier(budget, alignment), host_addressable_(host_addressable) {}
+    : DeviceMemoryTier(budget, alignment), host_addressable_(host_addressable) {
+  H2OFLEX_CHECK(alignment <= 4096, "tier 'device' on the CPU: alignment ", alignment,
+                " exceeds the page its memory is mapped in");
+}
 
 void* CpuDeviceTier::raw_allocate(size_t bytes) {
-  void* ptr = std::aligned_alloc(alignment(), bytes);
+  void* ptr = map_anonymous(bytes);
   if (ptr == nullptr) throw std::bad_alloc();
   return ptr;
 }
 
-void CpuDeviceTier::raw_free(void* ptr) {
-  std::free(ptr);
+void CpuDeviceTier::raw_free(void* ptr, size_t bytes) {
+  unmap_anonymous(ptr, bytes);
 }
 
 void CpuDeviceTier::copy_from_host(void* dst, const void* host_src, size_t bytes) {
@@ -97,15 +99,15 @@ HostTier::~HostTier() {
     if (m.pinned) {
       for (PinListener* l : listeners_) l->unregister_pinned(ptr, m.bytes);
     }
-    munmap(ptr, m.bytes);
+    unmap_anonymous(ptr, m.bytes);
   }
 }
 
 void* HostTier::map(size_t bytes, bool pinned, std::string_view what) {
   const uint64_t rounded = round_up(std::max<size_t>(bytes, 1));
   charge(rounded, what);
-  void* ptr = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (ptr == MAP_FAILED) {
+  void* ptr = map_anonymous(rounded);
+  if (ptr == nullptr) {
     const int err = errno;
     discharge(rounded);
     throw std::runtime_error(detail::concat("tier 'host': mmap of ", describe_bytes(rounded),
@@ -140,7 +142,7 @@ void HostTier::free(void* ptr) {
       for (PinListener* l : listeners_) l->unregister_pinned(ptr, m.bytes);
     }
   }
-  munmap(ptr, m.bytes);
+  unmap_anonymous(ptr, m.bytes);
   discharge(m.bytes);
 }
 

@@ -48,7 +48,7 @@ class DeviceMemoryTier : public MemoryTier {
       : MemoryTier(TierKind::Device, "device", budget, alignment) {}
   // `bytes` (a multiple of alignment()) or an exception.
   virtual void* raw_allocate(size_t bytes) = 0;
-  virtual void raw_free(void* ptr) = 0;
+  virtual void raw_free(void* ptr, size_t bytes) = 0;
   // Frees every live allocation; for destructors (errors are ignored).
   void release_all() noexcept;
 
@@ -72,7 +72,7 @@ class CpuDeviceTier final : public DeviceMemoryTier {
 
  private:
   void* raw_allocate(size_t bytes) override;
-  void raw_free(void* ptr) override;
+  void raw_free(void* ptr, size_t bytes) override;
   bool host_addressable_;
 };
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "offload/io/aligned_buffer.h"
 #include "offload/io/io_engine.h"
 #include "offload/transfer/transfer_engine.h"
 #include "offload/weights/weight_store.h"
@@ -164,6 +165,42 @@ TEST(IoFaults, ShortTransfersAndEagainAreResubmitted) {
   EXPECT_EQ(std::memcmp(b, data.data(), n), 0);
   f.host.free(a);
   f.host.free(b);
+}
+
+// Refuses the first request that carries an I/O priority, as a kernel does for the real-time
+// class without CAP_SYS_ADMIN / CAP_SYS_NICE; `seen` counts the requests completed.
+struct RefusePriorityOnce : IoFaultHook {
+  int on_complete(const IoRequestInfo&, int res) override {
+    ++seen;
+    return seen == 1 ? -EPERM : res;
+  }
+  int seen = 0;
+};
+
+// A priority the process may not use is dropped and the transfer completes without it; without
+// a priority, EPERM is an error like any other.
+TEST(IoFaults, APriorityTheKernelRefusesIsDropped) {
+  TempDir dir;
+  auto file = DiskFile::open(dir.path() + "/f", FileOpen::CreateTruncate);
+  const size_t n = 1 << 20;
+  AlignedBuffer out(n), in(n);
+  const auto data = random_bytes(n, 5);
+  std::memcpy(out.data(), data.data(), n);
+  IoEngineOptions o;
+  o.chunk_bytes = 256 << 10;
+  o.ioprio_class = kIoprioClassRealTime;
+  IoEngine io(o);
+  auto hook = std::make_shared<RefusePriorityOnce>();
+  io.set_fault_hook(hook);
+  io.write(*file, 0, out.data(), n);
+  EXPECT_EQ(io.ioprio_class(), 0);
+  EXPECT_EQ(hook->seen, 5);  // four chunks, the refused one twice
+  io.read(*file, 0, in.data(), n);
+  EXPECT_EQ(std::memcmp(in.data(), data.data(), n), 0);
+
+  IoEngine plain;
+  plain.set_fault_hook(std::make_shared<RefusePriorityOnce>());
+  EXPECT_THROW(plain.read(*file, 0, in.data(), n), IoError);
 }
 
 TEST(IoFaults, FailedMaterializeFreesEverything) {

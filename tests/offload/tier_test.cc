@@ -1,9 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
+#include "offload/io/aligned_buffer.h"
 #include "offload/tiers/disk_tier.h"
 #include "offload/tiers/memory_tier.h"
+#include "runtime/core/anonymous_memory.h"
 #include "tests/offload/test_support.h"
 
 namespace h2oflex {
@@ -78,6 +83,51 @@ TEST(Tiers, HostTierIsPageAlignedMmapAndAnnouncesPinnedBuffers) {
   host.free(plain);
   EXPECT_EQ(host.used(), 0u);
   EXPECT_EQ(host.peak(), 4096u + 4096u + (1 << 20));
+}
+
+// The VmFlags of the mapping that holds `p` (/proc/self/smaps): "hg" marks MADV_HUGEPAGE.
+std::string vm_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find('-') < 16) {
+      inside = at >= begin && at < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool advised_huge(const void* p) {
+  const std::string flags = vm_flags(p);
+  return flags.find(" hg") != std::string::npos;
+}
+
+// Buffers of 2 MiB and more (host tier, the CPU arena, bounce buffers) start on a 2 MiB
+// boundary and are advised as huge pages; smaller ones are plain pages. Memory comes zeroed.
+TEST(Tiers, LargeBuffersAreHugePageAlignedAndAdvised) {
+  HostTier host(64 << 20);
+  CpuDeviceTier device(64 << 20);
+  char* h = static_cast<char*>(host.allocate((6 << 20) + 123));
+  char* d = static_cast<char*>(device.allocate(4 << 20));
+  AlignedBuffer bounce(3 << 20);
+  char* small = static_cast<char*>(host.allocate(64 << 10));
+  for (char* p : {h, d, bounce.data()}) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePageBytes, 0u);
+    EXPECT_TRUE(advised_huge(p)) << vm_flags(p);
+    EXPECT_EQ(p[0], 0);
+    EXPECT_EQ(p[(2 << 20) + 5], 0);
+  }
+  EXPECT_FALSE(vm_flags(small).empty());
+  EXPECT_FALSE(advised_huge(small)) << vm_flags(small);
+  h[(6 << 20) + 122] = 1;  // the whole size is usable
+  host.free(h);
+  host.free(small);
+  device.free(d);
+  EXPECT_EQ(host.used() + device.used(), 0u);
 }
 
 TEST(Tiers, DiskTierAllocatesAlignedRangesReusesFreedOnesAndLeavesNoFile) {

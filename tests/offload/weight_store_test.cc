@@ -267,7 +267,7 @@ TEST(WeightStore, TeardownWithFailingFreesDoesNotThrow) {
 
    private:
     void* raw_allocate(size_t bytes) override { return std::aligned_alloc(4096, bytes); }
-    void raw_free(void* ptr) override {
+    void raw_free(void* ptr, size_t /*bytes*/) override {
       ++frees_tried;
       std::free(ptr);  // gone either way: a leak would hide nothing but trouble the sanitizers
       if (failing) throw InternalError("cudaFree failed: an illegal memory access (planted)");
