@@ -74,17 +74,21 @@ ByteSpans KvLog::base_spans(uint64_t slots) const {
   return out;
 }
 
+ByteSpans KvLog::base_io(uint64_t slots) const {
+  return through_short_gaps(base_spans(slots), g_.kv_bytes);
+}
+
 ByteSpans KvLog::write_base(uint64_t filled) {
   H2OFLEX_CHECK(filled <= g_.slots, "KV log: ", filled, " filled slots of ", g_.slots);
   filled_ = base_filled_ = filled;
   entries_.clear();
   log_used_ = 0;
   read_since_compaction_ = 0;
-  return through_short_gaps(base_spans(filled), g_.kv_bytes);
+  return base_io(filled);
 }
 
 ByteSpans KvLog::load() {
-  ByteSpans out = through_short_gaps(base_spans(base_filled_), g_.kv_bytes);
+  ByteSpans out = base_io(base_filled_);
   const uint64_t rec = g_.record_bytes;
   for (const Entry& e : entries_) {
     const uint64_t n = e.records.size();
@@ -120,10 +124,8 @@ ByteSpans KvLog::store(const ChangedSlots& changed) {
   const uint64_t padded = round_up(bytes, g_.block);
 
   const bool room = log_used_ + padded <= g_.log_bytes;
-  const bool due = compact_every_ > 0
-                       ? entries_.size() >= static_cast<size_t>(compact_every_)
-                       : read_since_compaction_ >=
-                             total_length(through_short_gaps(base_spans(filled_), g_.kv_bytes));
+  const bool due = compact_every_ > 0 ? entries_.size() >= static_cast<size_t>(compact_every_)
+                                      : read_since_compaction_ >= total_length(base_io(filled_));
   if (!room || due) {
     ++compactions_;
     return write_base(filled_);

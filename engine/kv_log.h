@@ -70,6 +70,8 @@ class KvLog {
   // The base's first `slots` slots of every record, K and V, rounded out to the block and
   // merged: the same offsets in the home and the workspace.
   ByteSpans base_spans(uint64_t slots) const;
+  // base_spans across short gaps (kv_log.cc): what a base write and a load move.
+  ByteSpans base_io(uint64_t slots) const;
   uint64_t log_offset() const { return 2 * g_.kv_bytes; }
 
   KvLogGeometry g_;
