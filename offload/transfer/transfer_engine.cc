@@ -60,7 +60,7 @@ void TransferHandle::wait() const {
 unsigned cache_load_depth(const IoEngineOptions& io) {
   const uint64_t chunk = std::max<uint64_t>(io.chunk_bytes, 1);
   const uint64_t depth = std::max<uint64_t>(kCacheLoadInFlightBytes / chunk, 2);
-  return static_cast<unsigned>(std::min<uint64_t>(depth, std::max(io.queue_depth, 2u)));
+  return static_cast<unsigned>(std::min<uint64_t>(depth, io.queue_depth));
 }
 
 TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options) {

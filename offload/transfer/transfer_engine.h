@@ -81,7 +81,7 @@ class TransferHandle {
 // requests of 1 MiB in flight as at 32 (README, "The KV cache and H2O").
 inline constexpr uint64_t kCacheLoadInFlightBytes = uint64_t{4} << 20;
 // The cache load queue's depth for these options: kCacheLoadInFlightBytes in chunks, at least
-// 2 requests, at most the options' depth.
+// 2 requests (one is read while the next is queued), never more than the options' depth.
 unsigned cache_load_depth(const IoEngineOptions& io);
 
 struct TransferEngineOptions {

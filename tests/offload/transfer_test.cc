@@ -87,6 +87,9 @@ TEST(TransferEngine, CacheLoadsHoldFewBytesInFlightSoStoresWaitLittle) {
   shallow.chunk_bytes = 64 << 10;
   shallow.queue_depth = 8;
   EXPECT_EQ(cache_load_depth(shallow), 8u);
+  shallow.chunk_bytes = 1 << 20;
+  shallow.queue_depth = 1;
+  EXPECT_EQ(cache_load_depth(shallow), 1u);
 }
 
 TEST(TransferEngine, CopyAfterWaitsForItsPrerequisitesOnTheQueue) {
