@@ -64,9 +64,8 @@ class Region {
   uint64_t offset_ = 0;
 };
 
-// A copy queued `after` another queue's copy starts only once that one is done, and without the
-// caller waiting: the KV load queued ahead of compute behind the store that empties its buffer.
-// A failed prerequisite fails the copy with its error, and the copy never runs.
+// Cache loads hold few bytes in flight, so a store queued behind them waits little; the store
+// queue carries the real-time class; every other queue keeps the configured depth.
 TEST(TransferEngine, CacheLoadsHoldFewBytesInFlightSoStoresWaitLittle) {
   TransferEngineOptions o;
   o.io.chunk_bytes = 1 << 20;
@@ -92,6 +91,9 @@ TEST(TransferEngine, CacheLoadsHoldFewBytesInFlightSoStoresWaitLittle) {
   EXPECT_EQ(cache_load_depth(shallow), 1u);
 }
 
+// A copy queued `after` another queue's copy starts only once that one is done, and without the
+// caller waiting: the KV load queued ahead of compute behind the store that empties its buffer.
+// A failed prerequisite fails the copy with its error, and the copy never runs.
 TEST(TransferEngine, CopyAfterWaitsForItsPrerequisitesOnTheQueue) {
   HostTier host(16 << 20);
   TransferEngine engine;
