@@ -119,7 +119,9 @@ class Pipeline final : public ScheduleHooks {
   void unit_done(int unit) override;
 
  private:
-  void step(bool prefill, int decode_step);
+  // One step of every micro-block; `decode_follows`: a decode step comes next (its first KV
+  // load can start during this one).
+  void step(bool prefill, int decode_step, bool decode_follows);
   // Stages: a GPU batch's hidden rows from the previous stage / to the next; the token ids the
   // last stage chose, to every other stage (and received by them at the end of a step).
   void receive_hidden(int batch, Tensor& hidden);
@@ -161,6 +163,7 @@ class Pipeline final : public ScheduleHooks {
   bool last_micro_block_ = true;  // progress is reported once per step, on the last one
   int decode_step_ = 0;
   std::string phase_ = "prefill";
+  KvPrefetch kv_prefetch_;  // the next step's first KV load, queued by this one
 
   std::vector<std::vector<int32_t>> next_ids_;  // per batch, the tokens chosen last step
   std::vector<bool> done_;
@@ -388,7 +391,7 @@ void Pipeline::unit_done(int unit) {
   spec_.on_progress({true, unit + 1, stage_.head_unit() + 1, prefill_watch_.elapsed(), 0});
 }
 
-void Pipeline::step(bool prefill, int decode_step) {
+void Pipeline::step(bool prefill, int decode_step, bool decode_follows) {
   prefill_ = prefill;
   decode_step_ = decode_step;
   phase_ = prefill ? "prefill" : "decode";
@@ -405,8 +408,11 @@ void Pipeline::step(bool prefill, int decode_step) {
     if (staged() && !stage_.last()) receive_tokens(m);
     s.first_batch = m * s.batches;
     last_micro_block_ = m + 1 == micro_blocks_;
+    s.next_decode_first_batch.reset();
+    if (!prefill && !last_micro_block_) s.next_decode_first_batch = s.first_batch + s.batches;
+    if (!prefill && last_micro_block_ && decode_follows) s.next_decode_first_batch = 0;
     unit_watch_.reset();
-    run_step(*this, s);
+    kv_prefetch_ = run_step(*this, s, std::move(kv_prefetch_));
     if (staged() && !stage_.last()) tokens_due_[static_cast<size_t>(m)] = true;
   }
 }
@@ -428,7 +434,7 @@ PipelineResult Pipeline::run() {
   Stopwatch watch;
   prefill_watch_.reset();
   const StageBusy start = busy_now(xfer, compute_s_);
-  step(/*prefill=*/true, 0);
+  step(/*prefill=*/true, 0, /*decode_follows=*/false);
   result_.prefill_s = watch.elapsed();
   gpu_usage_.sample();
   const StageBusy after_prefill = busy_now(xfer, compute_s_);
@@ -446,7 +452,7 @@ PipelineResult Pipeline::run() {
         std::all_of(done_.begin(), done_.end(), [](bool d) { return d; })) {
       break;
     }
-    step(/*prefill=*/false, i);
+    step(/*prefill=*/false, i, /*decode_follows=*/i + 1 < to_run);
     ++result_.decode_steps_run;
     gpu_usage_.sample();
     if (spec_.on_progress) {
@@ -454,6 +460,9 @@ PipelineResult Pipeline::run() {
       spec_.on_progress({false, i + 1, to_run, el, static_cast<double>(n) * (i + 1) / el});
     }
   }
+  // Every sequence ended at EOS before the step that load was for.
+  for (TransferHandle& h : kv_prefetch_.handles) h.wait();
+  kv_prefetch_ = {};
   if (staged()) {
     receive_all_tokens();
     spec_.transport->wait_posted();

@@ -1,5 +1,7 @@
 #include "engine/schedule.h"
 
+#include "runtime/core/error.h"
+
 namespace h2oflex {
 
 namespace {
@@ -11,11 +13,18 @@ void wait_all(std::vector<TransferHandle>& handles) {
 
 }  // namespace
 
-void run_step(ScheduleHooks& hooks, const StepShape& s) {
+KvPrefetch run_step(ScheduleHooks& hooks, const StepShape& s, KvPrefetch carried) {
   const StageUnits& u = s.units;
   const bool decode = !s.prefill;
-  std::vector<TransferHandle> wload = hooks.prefetch_weights(u.first_unit);
   std::vector<TransferHandle> cload;
+  if (!carried.empty()) {
+    H2OFLEX_CHECK(decode && carried.unit == u.first_layer && carried.batch == s.first_batch &&
+                      carried.buf == visit_buffer(u.first_layer, 0, s.batches),
+                  "a KV load carried into a step that does not start with its visit");
+    cload = std::move(carried.handles);
+  }
+  KvPrefetch next;
+  std::vector<TransferHandle> wload = hooks.prefetch_weights(u.first_unit);
   for (int unit = u.first_unit; unit <= u.last_unit; ++unit) {
     // Once per block: the next unit's weights go to the other workspace buffer.
     std::vector<TransferHandle> wnext;
@@ -24,14 +33,24 @@ void run_step(ScheduleHooks& hooks, const StepShape& s) {
     for (int i = 0; i < s.batches; ++i) {
       const int batch = s.first_batch + i;
       const int buf = visit_buffer(unit, i, s.batches);
-      if (decode && u.is_layer(unit) && cload.empty()) cload = hooks.load_kv(unit, batch, buf);
-      wait_all(cload);
+      if (u.is_layer(unit)) {
+        if (decode && cload.empty()) cload = hooks.load_kv(unit, batch, buf);
+        wait_all(cload);
+      }
       const int next_unit = i + 1 < s.batches ? unit : unit + 1;
       const int next_batch = s.first_batch + (i + 1 < s.batches ? i + 1 : 0);
       // The next visit's KV goes to the other buffer while this one computes: queued before the
       // compute starts (behind that buffer's pending store), so the copy overlaps all of it.
       if (s.overlap && decode && next_unit <= u.last_unit && u.is_layer(next_unit)) {
-        cload = hooks.load_kv(next_unit, next_batch, 1 - buf);
+        // (Unless the previous step queued it: then it is already in flight.)
+        if (cload.empty()) cload = hooks.load_kv(next_unit, next_batch, 1 - buf);
+      } else if (s.overlap && decode && unit == u.last_layer && i + 1 == s.batches &&
+                 s.next_decode_first_batch.has_value() &&
+                 visit_buffer(u.first_layer, 0, s.batches) != buf) {
+        next.unit = u.first_layer;
+        next.batch = *s.next_decode_first_batch;
+        next.buf = 1 - buf;
+        next.handles = hooks.load_kv(next.unit, next.batch, next.buf);
       }
       hooks.compute(unit, batch, buf);
       if (!s.overlap) hooks.wait_kv_stores();
@@ -41,6 +60,7 @@ void run_step(ScheduleHooks& hooks, const StepShape& s) {
     wload = std::move(wnext);
   }
   hooks.wait_kv_stores();
+  return next;
 }
 
 }  // namespace h2oflex

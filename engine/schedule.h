@@ -1,10 +1,14 @@
 // FlexGen's block schedule over abstract units. One step (the prefill, or one decode step) walks
 // a stage's units in order; every unit's weights are loaded once per block, the next unit's
 // while this one computes, and each decoder layer is visited once per GPU batch, the next
-// visit's KV loading into the other buffer while this visit computes. With `overlap` off every
-// copy finishes before the next compute starts.
+// visit's KV loading into the other buffer while this visit computes. In decode, the next decode
+// step's first KV load is queued before this step's last layer visit computes, so it overlaps the
+// units after the last layer (the head), the next step's units before the first (the embedding) and
+// a pipeline stage's wait for its input. With `overlap` off every copy finishes before the next
+// compute starts.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "offload/transfer/transfer_engine.h"
@@ -39,6 +43,16 @@ struct StepShape {
   int batches = 1;
   bool prefill = true;
   bool overlap = true;
+  // The first GPU batch of the step this stage runs next, if this step and that one are decode
+  // steps (its first layer visit's KV can be loaded during this step).
+  std::optional<int> next_decode_first_batch;
+};
+
+// A KV load one step queued for the next step's first layer visit.
+struct KvPrefetch {
+  int unit = -1, batch = -1, buf = -1;
+  std::vector<TransferHandle> handles;
+  bool empty() const { return handles.empty(); }
 };
 
 // Buffer of visit (unit, batch), batch counted from the step's first: consecutive visits
@@ -47,6 +61,10 @@ inline int visit_buffer(int unit, int batch, int batches) {
   return (unit * batches + batch) % 2;
 }
 
-void run_step(ScheduleHooks& hooks, const StepShape& shape);
+// Runs one step. `carried` is what the previous step returned: the load of this step's first
+// layer visit, already in flight. Returns the load queued for the next step's first layer visit
+// (empty if none was: no next decode step, no overlap, or that visit's buffer is the one this
+// step's last visit computes in). A caller that does not run that step must wait for it.
+KvPrefetch run_step(ScheduleHooks& hooks, const StepShape& shape, KvPrefetch carried = {});
 
 }  // namespace h2oflex

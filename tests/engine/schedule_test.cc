@@ -35,6 +35,13 @@ class Recorder final : public ScheduleHooks {
     ADD_FAILURE() << "no event '" << event << "'";
     return events.size();
   }
+  size_t last_at(const std::string& event) const {
+    for (size_t i = events.size(); i-- > 0;) {
+      if (events[i] == event) return i;
+    }
+    ADD_FAILURE() << "no event '" << event << "'";
+    return events.size();
+  }
 
  private:
   static std::string visit(int unit, int batch) {
@@ -75,6 +82,57 @@ TEST(Schedule, WithoutOverlapEachLoadFollowsThePreviousCompute) {
   run_step(r, decode_shape(/*overlap=*/false));
   EXPECT_GT(r.at("load 1/1 buf 1"), r.at("compute 1/0 buf 0"));
   EXPECT_GT(r.at("load 2/0 buf 0"), r.at("compute 1/1 buf 1"));
+}
+
+TEST(Schedule, NextDecodeStepsFirstLoadIsQueuedBeforeTheLastVisitComputes) {
+  Recorder r;
+  StepShape s = decode_shape(/*overlap=*/true);
+  s.next_decode_first_batch = 0;
+  KvPrefetch next = run_step(r, s);
+  // The last visit (2/1) computes in buffer 1; the next step's first (1/0) loads into buffer 0
+  // before it, so the load overlaps that compute, the head and the next embedding.
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.unit, 1);
+  EXPECT_EQ(next.batch, 0);
+  EXPECT_EQ(next.buf, 0);
+  EXPECT_LT(r.last_at("load 1/0 buf 0"), r.at("compute 2/1 buf 1"));
+  EXPECT_GT(r.last_at("load 1/0 buf 0"), r.at("compute 2/0 buf 0"));
+
+  // The next step starts with that load in flight: it does not load the visit again.
+  Recorder r2;
+  s.next_decode_first_batch.reset();
+  EXPECT_TRUE(run_step(r2, s, std::move(next)).empty());
+  for (const std::string& e : r2.events) EXPECT_NE(e, "load 1/0 buf 0");
+  EXPECT_EQ(r2.events.front(), "weights 0");
+  EXPECT_LT(r2.at("load 1/1 buf 1"), r2.at("compute 1/0 buf 0"));
+}
+
+TEST(Schedule, NoNextStepLoadIntoTheBufferTheLastVisitComputesIn) {
+  Recorder r;
+  StepShape s = decode_shape(/*overlap=*/true);
+  s.batches = 1;
+  s.units = StageUnits{0, 2, 1, 1};  // one layer, one batch: its only visit is first and last
+  s.next_decode_first_batch = 0;
+  EXPECT_TRUE(run_step(r, s).empty());
+  s.units = StageUnits{0, 4, 1, 3};  // three layers: 1/0 and 3/0 both compute in buffer 1
+  EXPECT_TRUE(run_step(r, s).empty());
+  // Prefill loads nothing, and without overlap nothing is queued ahead.
+  s.units = StageUnits{0, 3, 1, 2};
+  s.prefill = true;
+  EXPECT_TRUE(run_step(r, s).empty());
+  s.prefill = false;
+  s.overlap = false;
+  EXPECT_TRUE(run_step(r, s).empty());
+  // The control: two layers, one batch, overlap: 1/0 computes in buffer 1, 2/0 in buffer 0.
+  s.overlap = true;
+  EXPECT_FALSE(run_step(r, s).empty());
+}
+
+TEST(Schedule, ACarriedLoadMustBeTheFirstVisits) {
+  Recorder r;
+  StepShape s = decode_shape(/*overlap=*/true);
+  KvPrefetch wrong{2, 0, 0, {TransferHandle{}}};
+  EXPECT_THROW(run_step(r, s, std::move(wrong)), std::exception);
 }
 
 }  // namespace
