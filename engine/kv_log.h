@@ -46,8 +46,9 @@ class KvLog {
   explicit KvLog(const KvLogGeometry& g, int compact_every = 0);
 
   // After prefill the workspace holds `filled` slots per record: spans (workspace -> home) that
-  // write them to the base, across the same short gaps between records as a load reads (so the
-  // file has no holes inside what a load reads); the log is empty.
+  // write the base (the log is empty). The first write covers all slots, so that no later write
+  // fills a hole in the file (kv_log.cc); a compaction's, the filled ones across the same short
+  // gaps between records as a load reads.
   ByteSpans write_base(uint64_t filled);
   // Spans (home -> workspace) that load the current cache: the base's filled part (read through
   // short gaps between records: slots beyond the filled ones may receive stale bytes), then the
@@ -82,6 +83,7 @@ class KvLog {
   uint64_t read_since_compaction_ = 0;  // log bytes loads read since the last compaction
   std::vector<Entry> entries_;
   int compactions_ = 0;
+  bool base_written_ = false;  // the base's first write (all slots) is done
 };
 
 }  // namespace h2oflex

@@ -160,9 +160,12 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     size_t len;  // remaining length
     uint64_t sequence;
     bool busy;
+    size_t submitted;  // bytes of the request in flight
   };
   const unsigned depth = options_.queue_depth;
-  std::vector<Slot> slots(depth, Slot{0, nullptr, 0, 0, false});
+  std::vector<Slot> slots(depth, Slot{0, nullptr, 0, 0, false, 0});
+  const uint64_t max_bytes = options_.max_in_flight_bytes;
+  uint64_t in_flight_bytes = 0;
   std::vector<unsigned> free_slots;
   for (unsigned i = depth; i > 0; --i) free_slots.push_back(i - 1);
 
@@ -193,8 +196,10 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     // The class in the top 3 of the 16 bits, level 0 (linux/ioprio.h's IOPRIO_PRIO_VALUE).
     if (ioprio_class_ != 0) sqe->ioprio = static_cast<uint16_t>(ioprio_class_ << 13);
     s.sequence = sequence_++;
+    s.submitted = s.len;
     io_uring_sqe_set_data64(sqe, index);
     ++in_flight;
+    in_flight_bytes += s.len;
   };
   auto fail = [&](const Slot& s, const std::string& why) {
     if (error.empty()) {
@@ -214,10 +219,11 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
         next = 0;
         continue;
       }
+      const size_t chunk = std::min(options_.chunk_bytes, seg.len - next);
+      if (max_bytes > 0 && in_flight > 0 && in_flight_bytes + chunk > max_bytes) break;
       const unsigned index = free_slots.back();
       free_slots.pop_back();
-      const size_t chunk = std::min(options_.chunk_bytes, seg.len - next);
-      slots[index] = Slot{seg.offset + next, seg.buf + next, chunk, 0, true};
+      slots[index] = Slot{seg.offset + next, seg.buf + next, chunk, 0, true, 0};
       prepare(index);
       next += chunk;
       prepared = true;
@@ -253,6 +259,7 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
       int res = cqe->res;
       if (hook_) res = hook_->on_complete({s.sequence, is_write, &file, s.offset, s.len}, res);
       --in_flight;
+      in_flight_bytes -= s.submitted;
       bool finished = true;
       if (res == -EAGAIN || res == -EINTR) {
         finished = false;  // resubmit unchanged

@@ -34,6 +34,9 @@ struct IoEngineOptions {
   // the process may not use (real time needs CAP_SYS_ADMIN or CAP_SYS_NICE) is dropped at the
   // first request the kernel refuses, and the request is resubmitted without it.
   int ioprio_class = 0;
+  // > 0: no request is submitted that would put more than this many bytes in flight (one request
+  // always may), whatever their count. A read queued ahead of a write holds the device that long.
+  uint64_t max_in_flight_bytes = 0;
 };
 
 // What one submitted request was, as shown to a fault hook.

@@ -57,12 +57,6 @@ void TransferHandle::wait() const {
   if (state_->error) std::rethrow_exception(state_->error);
 }
 
-unsigned cache_load_depth(const IoEngineOptions& io) {
-  const uint64_t chunk = std::max<uint64_t>(io.chunk_bytes, 1);
-  const uint64_t depth = std::max<uint64_t>(kCacheLoadInFlightBytes / chunk, 2);
-  return static_cast<unsigned>(std::min<uint64_t>(depth, io.queue_depth));
-}
-
 TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options) {
   H2OFLEX_INPUT_CHECK(options_.bounce_bytes >= (64u << 10),
                       "transfer bounce buffer must be at least 64 KiB");
@@ -81,7 +75,9 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options
     // the loads the device already holds. Capping those bytes keeps that wait near a
     // millisecond and costs a full cache's loads nothing measurable (README, "The KV cache
     // and H2O").
-    if (static_cast<QueueId>(i) == QueueId::CacheLoad) io.queue_depth = cache_load_depth(io);
+    if (static_cast<QueueId>(i) == QueueId::CacheLoad) {
+      io.max_in_flight_bytes = kCacheLoadInFlightBytes;
+    }
     q->io = std::make_unique<IoEngine>(io);
     q->bounce = AlignedBuffer(options_.bounce_bytes);
     q->io->register_buffer(q->bounce.data(), q->bounce.size());

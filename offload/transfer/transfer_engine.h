@@ -76,13 +76,12 @@ class TransferHandle {
   std::shared_ptr<State> state_;
 };
 
-// The most bytes of cache loads the device holds at once. A cache store queued behind them
-// waits until they are read: 4 MiB is about 1.5 ms at 3 GB/s, and a virtio disk measured
-// read as fast with 4 requests of 1 MiB in flight as with 32 (README, "The KV cache and H2O").
+// The most bytes of cache loads the device holds at once (the cache load queue's
+// IoEngineOptions::max_in_flight_bytes). A cache store queued behind them waits until they are
+// read: 4 MiB is about 1.5 ms at 3 GB/s, and a virtio disk measured read almost as fast with 4
+// MiB in flight as with 32 (README, "The KV cache and H2O"). Counted in bytes, not requests: the
+// filled parts of a long generation's full cache are 128-256 KiB requests.
 inline constexpr uint64_t kCacheLoadInFlightBytes = uint64_t{4} << 20;
-// The cache load queue's depth for these options: kCacheLoadInFlightBytes in chunks, at least
-// 2 requests (one is read while the next is queued), never more than the options' depth.
-unsigned cache_load_depth(const IoEngineOptions& io);
 
 struct TransferEngineOptions {
   IoEngineOptions io;                     // per queue

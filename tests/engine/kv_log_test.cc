@@ -139,18 +139,31 @@ TEST(KvLog, BaseWritesAndLoadsCrossShortGapsOnly) {
   const uint64_t live = 2 * records * prompt * record;
   const KvLogGeometry near_full = geometry(records, 528, record, 16, 512);
   KvLog a(near_full);
-  const ByteSpans written = a.write_base(prompt);
-  EXPECT_EQ(written.size(), 2u);  // K and V
-  EXPECT_GE(total_length(written), live);
-  EXPECT_LE(total_length(written), live + live / 16);
-  expect_same_spans(written, a.load());
+  const ByteSpans written = a.write_base(prompt);  // the first write: every slot
+  EXPECT_EQ(total_length(written), 2 * records * 528 * record);
+  const ByteSpans loaded = a.load();
+  EXPECT_EQ(loaded.size(), 2u);  // K and V, each read through the short gaps
+  EXPECT_GE(total_length(loaded), live);
+  EXPECT_LE(total_length(loaded), live + live / 16);
 
+  // Half the slots filled: the gaps are too long to read through. The first write still covers
+  // every slot (no hole for a later write to fill); loads and later base writes (compactions)
+  // move the filled slots alone.
   const KvLogGeometry half_full = geometry(records, 1024, record, 16, 512);
-  KvLog b(half_full);
-  const ByteSpans exact = b.write_base(prompt);
+  KvLog b(half_full, /*compact_every=*/1);
+  const ByteSpans whole = b.write_base(prompt);
+  EXPECT_EQ(total_length(whole), 2 * records * 1024 * record);
+  const ByteSpans exact = b.load();
   EXPECT_EQ(exact.size(), 2 * records);
   EXPECT_EQ(total_length(exact), live);
-  expect_same_spans(exact, b.load());
+  b.store(ChangedSlots(records, static_cast<int32_t>(prompt)));  // a log entry
+  EXPECT_EQ(b.compactions(), 0);
+  const ByteSpans compaction = b.store(ChangedSlots(records, static_cast<int32_t>(prompt + 1)));
+  EXPECT_EQ(b.compactions(), 1);
+  EXPECT_EQ(compaction.size(), 2 * records);
+  const uint64_t filled_blocks = ((prompt + 2) * record + 511) / 512 * 512;  // 514 slots
+  EXPECT_EQ(total_length(compaction), 2 * records * filled_blocks);
+  expect_same_spans(compaction, b.load());
 }
 
 TEST(KvLog, FixedPointsCompactThatOften) {

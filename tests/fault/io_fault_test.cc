@@ -4,10 +4,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/io_engine.h"
@@ -165,6 +167,59 @@ TEST(IoFaults, ShortTransfersAndEagainAreResubmitted) {
   EXPECT_EQ(std::memcmp(b, data.data(), n), 0);
   f.host.free(a);
   f.host.free(b);
+}
+
+// Counts the requests in flight at each completion (the completing one included).
+struct InFlightCounter : IoFaultHook {
+  int on_complete(const IoRequestInfo&, int res) override {
+    most = std::max<uint64_t>(most, io->requests_submitted() - before - completed);
+    ++completed;
+    return res;
+  }
+  const IoEngine* io = nullptr;
+  uint64_t before = 0;  // requests the engine had submitted before
+  uint64_t completed = 0, most = 0;
+};
+
+// With max_in_flight_bytes, small requests are capped by their bytes, not only by their count
+// (a cache load of many 128 KiB records), and a request larger than the cap still goes alone.
+TEST(IoFaults, InFlightBytesStayUnderTheCap) {
+  TempDir dir;
+  auto file = DiskFile::open(dir.path() + "/f", FileOpen::CreateTruncate);
+  const size_t piece = 64 << 10, pieces = 64, n = piece * pieces;
+  AlignedBuffer out(n), in(n);
+  const auto data = random_bytes(n, 9);
+  std::memcpy(out.data(), data.data(), n);
+  std::vector<IoSegment> segments;
+  for (size_t i = 0; i < pieces; ++i) segments.push_back({i * piece, in.data() + i * piece, piece});
+
+  for (const uint64_t cap : {uint64_t{0}, uint64_t{256} << 10}) {
+    IoEngineOptions o;
+    o.queue_depth = 32;
+    o.max_in_flight_bytes = cap;
+    IoEngine io(o);
+    io.write(*file, 0, out.data(), n);
+    std::memset(in.data(), 0, n);
+    auto hook = std::make_shared<InFlightCounter>();
+    hook->io = &io;
+    hook->before = io.requests_submitted();
+    io.set_fault_hook(hook);
+    io.read_scattered(*file, segments);
+    EXPECT_EQ(std::memcmp(in.data(), data.data(), n), 0);
+    EXPECT_EQ(hook->completed, pieces);
+    if (cap == 0) {
+      EXPECT_EQ(hook->most, 32u);  // the depth: all submitted before the first completion
+    } else {
+      EXPECT_EQ(hook->most, 4u);  // 256 KiB of 64 KiB requests
+    }
+  }
+  IoEngineOptions small;
+  small.chunk_bytes = 1 << 20;
+  small.max_in_flight_bytes = 64 << 10;
+  IoEngine io(small);
+  std::memset(in.data(), 0, n);
+  io.read(*file, 0, in.data(), n);  // 1 MiB requests under a 64 KiB cap: one at a time
+  EXPECT_EQ(std::memcmp(in.data(), data.data(), n), 0);
 }
 
 // Refuses the first request that carries an I/O priority, as a kernel does for the real-time

@@ -65,30 +65,21 @@ class Region {
 };
 
 // Cache loads hold few bytes in flight, so a store queued behind them waits little; the store
-// queue carries the real-time class; every other queue keeps the configured depth.
+// queue carries the real-time class; every queue keeps the configured depth.
 TEST(TransferEngine, CacheLoadsHoldFewBytesInFlightSoStoresWaitLittle) {
   TransferEngineOptions o;
   o.io.chunk_bytes = 1 << 20;
   o.io.queue_depth = 32;
   TransferEngine engine(o);
   const IoEngineOptions& load = engine.io_options(QueueId::CacheLoad);
-  EXPECT_EQ(uint64_t{load.chunk_bytes} * load.queue_depth, kCacheLoadInFlightBytes);
-  EXPECT_EQ(engine.io_options(QueueId::WeightLoad).queue_depth, 32u);  // others as configured
-  EXPECT_EQ(engine.io_options(QueueId::CacheStore).queue_depth, 32u);
+  EXPECT_EQ(load.max_in_flight_bytes, kCacheLoadInFlightBytes);
+  EXPECT_EQ(load.queue_depth, 32u);
+  for (QueueId q : {QueueId::WeightLoad, QueueId::CacheStore, QueueId::Activation}) {
+    EXPECT_EQ(engine.io_options(q).queue_depth, 32u);
+    EXPECT_EQ(engine.io_options(q).max_in_flight_bytes, 0u);
+  }
   EXPECT_EQ(engine.io_options(QueueId::CacheStore).ioprio_class, kIoprioClassRealTime);
   EXPECT_EQ(engine.io_options(QueueId::CacheLoad).ioprio_class, 0);
-  // Large chunks still keep two requests in flight; a shallower configured depth is kept.
-  IoEngineOptions big;
-  big.chunk_bytes = 8 << 20;
-  big.queue_depth = 32;
-  EXPECT_EQ(cache_load_depth(big), 2u);
-  IoEngineOptions shallow;
-  shallow.chunk_bytes = 64 << 10;
-  shallow.queue_depth = 8;
-  EXPECT_EQ(cache_load_depth(shallow), 8u);
-  shallow.chunk_bytes = 1 << 20;
-  shallow.queue_depth = 1;
-  EXPECT_EQ(cache_load_depth(shallow), 1u);
 }
 
 // A copy queued `after` another queue's copy starts only once that one is done, and without the
