@@ -277,14 +277,14 @@ CostEstimate estimate_cost(const ModelShape& model, const HardwareProfile& hw, c
       // What the engine moves (engine/pipeline.cc): host-resident weights and
       // activations are computed on in place, as is a host-resident KV cache with
       // cpu_cache_compute; a KV home off the arena receives the whole slot array of each layer
-      // and GPU batch from the workspace prefill computed it in (memcpy to host), a disk home
-      // only the slots prefill filled (engine/kv_log.h); disk weights are read straight into
-      // the arena's workspace.
+      // and GPU batch from the workspace prefill computed it in (memcpy to host), and so does a
+      // disk home (its base's first write covers every slot, engine/kv_log.h); disk weights are
+      // read straight into the arena's workspace.
       const double slots = d.bls * d.slots * d.kv_tok;
       t.ctog = 0;
       t.gtoc = p.cpu_cache_compute ? 0 : slots * d.cc / hw.gtoc_bdw_cache;
       t.dtoc = d.wl * d.wn / hw.dtoc_bdw;
-      t.ctod = d.bls * d.stored_p * d.kv_tok * d.cn / hw.ctod_bdw_cache_p;
+      t.ctod = slots * d.cn / hw.ctod_bdw_cache_p;
     } else {
       t.ctog = (d.wl * (d.wc + d.wn) + hid * (d.hc + d.hn)) / hw.ctog_bdw;
       t.gtoc = cache * off_dev_cache / hw.gtoc_bdw_cache + hid * (d.hc + d.hn) / hw.gtoc_bdw_hidden;

@@ -97,7 +97,8 @@ TEST(CpuHierarchy, DiskCacheReadsItsContextAndLogAndOverlapsCompute) {
   const double kv_write = entry / 2e9 + 10e-6;  // one request
   EXPECT_NEAR(e.decode.dtoc, kv_read + 0.5 * layer_bytes / 1e9, 1e-12);
   EXPECT_NEAR(e.decode.ctod, kv_write, 1e-15);
-  EXPECT_NEAR(e.prefill.ctod, 8 * 32 * token / 2e9, 1e-15);  // the prompt's slots only
+  // Every slot, prompt + gen: the base's first write covers the whole home (no holes).
+  EXPECT_NEAR(e.prefill.ctod, 8 * (32 + 8) * token / 2e9, 1e-15);
   EXPECT_NEAR(e.prefill.dtoc, 0.5 * layer_bytes / 1e9, 1e-12);
   EXPECT_EQ(e.decode.unhidden, 0);
   EXPECT_NEAR(e.decode.per_layer, std::max(e.decode.dtoc + e.decode.ctod, e.decode.comp), 1e-12);
