@@ -160,10 +160,9 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     size_t len;  // remaining length
     uint64_t sequence;
     bool busy;
-    size_t submitted;  // bytes of the request in flight
   };
   const unsigned depth = options_.queue_depth;
-  std::vector<Slot> slots(depth, Slot{0, nullptr, 0, 0, false, 0});
+  std::vector<Slot> slots(depth, Slot{0, nullptr, 0, 0, false});
   const uint64_t max_bytes = options_.max_in_flight_bytes;
   uint64_t in_flight_bytes = 0;
   std::vector<unsigned> free_slots;
@@ -196,7 +195,6 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     // The class in the top 3 of the 16 bits, level 0 (linux/ioprio.h's IOPRIO_PRIO_VALUE).
     if (ioprio_class_ != 0) sqe->ioprio = static_cast<uint16_t>(ioprio_class_ << 13);
     s.sequence = sequence_++;
-    s.submitted = s.len;
     io_uring_sqe_set_data64(sqe, index);
     ++in_flight;
     in_flight_bytes += s.len;
@@ -223,7 +221,7 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
       if (max_bytes > 0 && in_flight > 0 && in_flight_bytes + chunk > max_bytes) break;
       const unsigned index = free_slots.back();
       free_slots.pop_back();
-      slots[index] = Slot{seg.offset + next, seg.buf + next, chunk, 0, true, 0};
+      slots[index] = Slot{seg.offset + next, seg.buf + next, chunk, 0, true};
       prepare(index);
       next += chunk;
       prepared = true;
@@ -259,7 +257,7 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
       int res = cqe->res;
       if (hook_) res = hook_->on_complete({s.sequence, is_write, &file, s.offset, s.len}, res);
       --in_flight;
-      in_flight_bytes -= s.submitted;
+      in_flight_bytes -= s.len;  // as submitted: only a resubmission below changes it
       bool finished = true;
       if (res == -EAGAIN || res == -EINTR) {
         finished = false;  // resubmit unchanged
