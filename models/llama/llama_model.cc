@@ -109,9 +109,10 @@ void LlamaModel::attention_input(const UnitWeights& layer, ops::ComputeType ct,
   const auto& w = static_cast<const LlamaLayer&>(layer);
   Tensor x = scratch(Scratch::Normed, hidden.shape(), hidden);
   ops::rms_norm(hidden, w.in_norm, cfg_.rms_norm_eps, x);
-  ops::linear(x, w.q_w, bias_if(cfg_.qkv_bias, w.q_b), q, ct);
-  ops::linear(x, w.k_w, bias_if(cfg_.qkv_bias, w.k_b), k, ct);
-  ops::linear(x, w.v_w, bias_if(cfg_.qkv_bias, w.v_b), v, ct);
+  const ops::LinearOut qkv[] = {{&w.q_w, bias_if(cfg_.qkv_bias, w.q_b), &q},
+                                {&w.k_w, bias_if(cfg_.qkv_bias, w.k_b), &k},
+                                {&w.v_w, bias_if(cfg_.qkv_bias, w.v_b), &v}};
+  ops::linear_same_input(x, qkv, ct);
   const Tensor inv_freq = ops::scratch_copy(Scratch::RopeFrequencies, inv_freq_, hidden.device());
   ops::rotary_embedding(q, positions, cfg_.heads, cfg_.head_dim, inv_freq);
   ops::rotary_embedding(k, positions, cfg_.kv_heads, cfg_.head_dim, inv_freq);
@@ -128,8 +129,8 @@ void LlamaModel::layer_finish(const UnitWeights& layer, ops::ComputeType ct, Ten
   ops::rms_norm(hidden, w.post_norm, cfg_.rms_norm_eps, x);
   Tensor gate = scratch(Scratch::Ffn, {rows, cfg_.ffn}, hidden);
   Tensor up = scratch(Scratch::FfnUp, {rows, cfg_.ffn}, hidden);
-  ops::linear(x, w.gate_w, nullptr, gate, ct);
-  ops::linear(x, w.up_w, nullptr, up, ct);
+  const ops::LinearOut gate_up[] = {{&w.gate_w, nullptr, &gate}, {&w.up_w, nullptr, &up}};
+  ops::linear_same_input(x, gate_up, ct);
   ops::silu_mul(gate, up, gate);
   ops::linear(gate, w.down_w, nullptr, proj, ct);
   ops::add_inplace(hidden, proj);

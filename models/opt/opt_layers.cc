@@ -53,9 +53,8 @@ void opt_attention_input(const OptConfig& cfg, const OptLayerWeights& w, ops::Co
     x = scratch(Scratch::Normed, hidden.shape(), hidden);
     ops::layer_norm(hidden, w.attn_ln_w, w.attn_ln_b, cfg.layer_norm_eps, x);
   }
-  ops::linear(x, w.q_w, &w.q_b, q, ct);
-  ops::linear(x, w.k_w, &w.k_b, k, ct);
-  ops::linear(x, w.v_w, &w.v_b, v, ct);
+  const ops::LinearOut qkv[] = {{&w.q_w, &w.q_b, &q}, {&w.k_w, &w.k_b, &k}, {&w.v_w, &w.v_b, &v}};
+  ops::linear_same_input(x, qkv, ct);
 }
 
 void opt_layer_finish(const OptConfig& cfg, const OptLayerWeights& w, ops::ComputeType ct,

@@ -25,6 +25,14 @@ inline DType operand_dtype(ComputeType ct) {
   return DType::F32;
 }
 
+// One product of ops::linear_same_input: *out = x · w ᵀ (+ *bias) (then ReLU if relu).
+struct LinearOut {
+  const Tensor* w;
+  const Tensor* bias;  // or null
+  Tensor* out;
+  bool relu = false;
+};
+
 // Sampling: temperature and nucleus (top-p) filtering from a counter-based stream.
 struct SampleParams {
   float temperature = 1.0f;

@@ -14,6 +14,7 @@
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
 #include "runtime/core/vector_clones.h"
+#include "runtime/cpu/attend_slots_avx512.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/quant4_rows.h"
 #include "runtime/cpu/softmax_rows.h"
@@ -179,7 +180,12 @@ H2OFLEX_VECTOR_CLONES void decode_head(const Tensor& q, const Tensor& k_cache,
   const float* vn = v_new.data<float>() + bkv * d;
   float self = dot(qi, k_new.data<float>() + bkv * d, d) * scale;
   const DType kind = k_cache.dtype() == v_cache.dtype() ? k_cache.dtype() : DType::U8;
-  if (kind == DType::F32) {
+  if ((kind == DType::F32 || kind == DType::BF16) && attend_slots_avx512_takes(d)) {
+    const size_t row_bytes = static_cast<size_t>(d) * dtype_size(kind);
+    self = attend_slots_avx512(qi, static_cast<const char*>(k_cache.raw()) + base * row_bytes,
+                               static_cast<const char*>(v_cache.raw()) + base * row_bytes,
+                               kind == DType::BF16, pos, self, scale, vn, cap, d, p, acc);
+  } else if (kind == DType::F32) {
     const PlainRows<float> k{k_cache.data<float>() + base * d, d};
     const PlainRows<float> v{v_cache.data<float>() + base * d, d};
     self = attend_slots(qi, k, v, pos, self, scale, vn, cap, d, p, acc);

@@ -2,6 +2,8 @@
 // Same signatures as runtime/ops/ops.h; arguments were already checked by the dispatcher.
 #pragma once
 
+#include <span>
+
 #include "runtime/core/byte_ranges.h"
 #include "runtime/core/op_types.h"
 
@@ -16,6 +18,8 @@ bool gemm_has_kernel(ComputeType ct);
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
+
+void linear_same_input(const Tensor& x, std::span<const ops::LinearOut> parts, ComputeType ct);
 
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);
 

@@ -7,6 +7,7 @@
 
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/parallel_threshold.h"
 
 namespace h2oflex::cpu {
 
@@ -34,7 +35,7 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
   const int64_t rows = x.numel() / x.dim(-1), n = x.dim(-1);
   const float* g = gamma.data<float>();
   const float* b = beta.data<float>();
-#pragma omp parallel for schedule(static) if (rows > 4)
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x.data<float>() + r * n;
     float* o = out.data<float>() + r * n;
@@ -52,7 +53,7 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float 
 void rms_norm(const Tensor& x, const Tensor& gamma, float eps, Tensor& out) {
   const int64_t n = x.dim(-1), rows = n == 0 ? 0 : x.numel() / n;
   const float* g = gamma.data<float>();
-#pragma omp parallel for schedule(static) if (rows > 4)
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = x.data<float>() + r * n;
     float* o = out.data<float>() + r * n;
@@ -72,7 +73,7 @@ void silu_mul(const Tensor& gate, const Tensor& up, Tensor& out) {
   const float* g = gate.data<float>();
   const float* u = up.data<float>();
   float* o = out.data<float>();
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
@@ -80,14 +81,14 @@ void gelu(Tensor& x) {
   const int64_t n = x.numel();
   float* a = x.data<float>();
   const float inv_sqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) a[i] = a[i] * 0.5f * (1.0f + std::erf(a[i] * inv_sqrt2));
 }
 
 void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Tensor& v) {
   const int64_t rows = qkv.dim(0), width = qkv.dim(1), d = width / (3 * heads);
   float* dst[3] = {q.data<float>(), k.data<float>(), v.data<float>()};
-#pragma omp parallel for schedule(static) if (rows * width > 65536)
+#pragma omp parallel for schedule(static) if (rows * width > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t hi = 0; hi < heads; ++hi) {
       const float* src = qkv.data<float>() + r * width + hi * 3 * d;
@@ -101,7 +102,7 @@ void split_qkv_heads(const Tensor& qkv, int64_t heads, Tensor& q, Tensor& k, Ten
 void add_bias_relu(Tensor& x, const Tensor& bias, bool relu) {
   const int64_t n = x.dim(-1), rows = x.numel() / n;
   const float* b = bias.data<float>();
-#pragma omp parallel for schedule(static) if (rows * n > 65536)
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = x.data<float>() + r * n;
     if (relu) {
@@ -118,7 +119,7 @@ void add_inplace(Tensor& x, const Tensor& y) {
   const int64_t n = x.numel();
   float* a = x.data<float>();
   const float* b = y.data<float>();
-#pragma omp parallel for simd schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinElements)
   for (int64_t i = 0; i < n; ++i) a[i] += b[i];
 }
 

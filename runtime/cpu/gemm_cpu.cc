@@ -17,6 +17,7 @@
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
 #include "runtime/cpu/linear_few_rows.h"
+#include "runtime/cpu/parallel_threshold.h"
 
 namespace h2oflex::cpu {
 
@@ -116,7 +117,7 @@ bool library_has_half_matmul(DType t) {
 void narrow_activations(DType t, const float* in, uint16_t* out, int64_t n) {
   constexpr int64_t kChunk = int64_t{1} << 15;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1 && omp_in_parallel() == 0)
+#pragma omp parallel for schedule(static) if (n > kParallelMinElements && omp_in_parallel() == 0)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kChunk;
     const auto count = static_cast<size_t>(std::min(kChunk, n - begin));
@@ -213,6 +214,27 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
       run_gemm(mc, k, n, ldo, DType::F32, DType::F32, xs, ws, bias, out + r0 * ldo, relu);
     }
   }
+}
+
+void linear_same_input(const Tensor& x, std::span<const ops::LinearOut> parts, ComputeType ct) {
+  const int64_t m = x.dim(0), k = x.dim(1);
+  const bool few_rows = ct == ComputeType::BF16 && m <= kFewRowsBf16 && few_rows_bf16_available() &&
+                        std::all_of(parts.begin(), parts.end(), [](const ops::LinearOut& p) {
+                          return p.w->dtype() == DType::BF16;
+                        });
+  if (!few_rows) {
+    for (const ops::LinearOut& p : parts) linear(x, *p.w, p.bias, *p.out, ct, p.relu);
+    return;
+  }
+  uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
+  narrow_activations(DType::BF16, x.data<float>(), narrow, m * k);
+  std::vector<FewRowsProduct> products;
+  for (const ops::LinearOut& p : parts) {
+    products.push_back({p.w->data<uint16_t>(), p.w->dim(0),
+                        p.bias != nullptr ? p.bias->data<float>() : nullptr, p.out->data<float>(),
+                        p.w->dim(0), p.relu});
+  }
+  linear_few_rows_bf16(narrow, m, k, products);
 }
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,

@@ -21,6 +21,7 @@
 #include "runtime/core/vector_clones.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
+#include "runtime/cpu/parallel_threshold.h"
 #include "runtime/cpu/quant4_rows.h"
 
 namespace h2oflex::cpu {
@@ -191,7 +192,7 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
     }
   }
   if (bias || relu) {
-#pragma omp parallel for schedule(static) if (m * n > 65536)
+#pragma omp parallel for schedule(static) if (m * n > kParallelMinElements)
     for (int64_t i = 0; i < m; ++i) {
       float* row = o + i * n;
       for (int64_t j = 0; j < n; ++j) {

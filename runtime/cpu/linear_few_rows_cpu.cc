@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/cpu/lane_sums_avx512.h"
 
 namespace h2oflex::cpu {
 
@@ -84,17 +85,22 @@ H2OFLEX_BF16_TARGET __attribute__((always_inline)) inline void rows_block(
     const auto mask = static_cast<__mmask32>((uint64_t{1} << (k - full)) - 1);
     block_step<M, R, true>(xb, k, w, j, full, mask, acc);
   }
+  // The lanes summed 16 accumulators at a time (padded with zeros), in the tree a scalar halving
+  // loop takes. One accumulator at a time through memory, the sums cost a third as much again as
+  // the whole pass over a row of 2048 weights at 8 input rows.
+  constexpr int kAcc = R * M, kVectors = (kAcc + 15) / 16;
+  __m512 flat[kVectors * 16];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    for (int i = 0; i < M; ++i) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, acc[r][i]);
-      for (int width = 8; width >= 1; width /= 2) {
-        for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-      }
-      sums[r][i] = lanes[0];
-    }
+  for (int a = 0; a < kVectors * 16; ++a) {
+    flat[a] = a < kAcc ? acc[a / M][a % M] : _mm512_setzero_ps();
   }
+  alignas(64) float lanes[kVectors * 16];
+#pragma GCC unroll 4
+  for (int g = 0; g < kVectors; ++g) {
+    _mm512_store_ps(lanes + g * 16,
+                    lane_sums16(reinterpret_cast<const __m512(&)[16]>(flat[g * 16])));
+  }
+  for (int a = 0; a < kAcc; ++a) sums[a / M][a % M] = lanes[a];
 }
 
 template <int M>
@@ -178,8 +184,8 @@ bool few_rows_bf16_available() {
   return available;
 }
 
-void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k, const uint16_t* w, int64_t n,
-                          const float* bias, float* out, int64_t ldo, bool relu) {
+void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k,
+                          std::span<const FewRowsProduct> products) {
   H2OFLEX_CHECK(m >= 1 && m <= kFewRowsBf16, "linear_few_rows_bf16: ", m, " rows");
   H2OFLEX_CHECK(few_rows_bf16_available(), "linear_few_rows_bf16: this CPU has no AVX512-BF16");
   // Above kRowsInOnePass rows, one pass over the weights could keep only one weight row's
@@ -191,26 +197,45 @@ void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k, const uint1
   thread_local std::vector<uint16_t> first_rows, second_rows;
   const uint16_t* xb1 = blocked_input(x16, m1, k, first_rows);
   const uint16_t* xb2 = m2 > 0 ? blocked_input(x16 + m1 * k, m2, k, second_rows) : nullptr;
-  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  // Tasks of kRowsPerTask output rows, numbered across the products in order.
+  std::vector<int64_t> first_task(products.size() + 1, 0);
+  for (size_t i = 0; i < products.size(); ++i) {
+    first_task[i + 1] = first_task[i] + (products[i].n + kRowsPerTask - 1) / kRowsPerTask;
+  }
+  const int64_t tasks = first_task.back();
 #pragma omp parallel for schedule(static) if (tasks > 1 && omp_in_parallel() == 0)
   for (int64_t task = 0; task < tasks; ++task) {
-    const int64_t j0 = task * kRowsPerTask, j1 = std::min(n, j0 + kRowsPerTask);
+    const size_t i = static_cast<size_t>(
+        std::upper_bound(first_task.begin(), first_task.end(), task) - first_task.begin() - 1);
+    const FewRowsProduct& pr = products[i];
+    const int64_t j0 = (task - first_task[i]) * kRowsPerTask,
+                  j1 = std::min(pr.n, j0 + kRowsPerTask);
     if (m2 == 0) {
-      rows_task(xb1, m1, k, w, j0, j1, bias, out, ldo, relu);
+      rows_task(xb1, m1, k, pr.w, j0, j1, pr.bias, pr.out, pr.ldo, pr.relu);
       continue;
     }
     for (int64_t p0 = j0; p0 < j1; p0 += kRowsPerPiece) {
       const int64_t p1 = std::min(j1, p0 + kRowsPerPiece);
-      rows_task(xb1, m1, k, w, p0, p1, bias, out, ldo, relu);
-      rows_task(xb2, m2, k, w, p0, p1, bias, out + m1 * ldo, ldo, relu);
+      rows_task(xb1, m1, k, pr.w, p0, p1, pr.bias, pr.out, pr.ldo, pr.relu);
+      rows_task(xb2, m2, k, pr.w, p0, p1, pr.bias, pr.out + m1 * pr.ldo, pr.ldo, pr.relu);
     }
   }
+}
+
+void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k, const uint16_t* w, int64_t n,
+                          const float* bias, float* out, int64_t ldo, bool relu) {
+  const FewRowsProduct product{w, n, bias, out, ldo, relu};
+  linear_few_rows_bf16(x16, m, k, std::span<const FewRowsProduct>(&product, 1));
 }
 
 #else  // other architectures: the library's GEMM takes every input
 
 bool few_rows_bf16_available() {
   return false;
+}
+
+void linear_few_rows_bf16(const uint16_t*, int64_t, int64_t, std::span<const FewRowsProduct>) {
+  throw InternalError("linear_few_rows_bf16: not built for this architecture");
 }
 
 void linear_few_rows_bf16(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, const float*,

@@ -8,6 +8,7 @@
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/parallel_threshold.h"
 #include "runtime/cpu/quant4_rows.h"
 
 namespace h2oflex::cpu {
@@ -123,7 +124,7 @@ void quantize4(const Tensor& src, Tensor& dst) {
   const int64_t rb = quant4::row_bytes(n);
   const float* x = src.data<const float>();
   uint8_t* out = dst.data<uint8_t>();
-#pragma omp parallel for schedule(static) if (rows * n > 65536)
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) quantize_row(x + r * n, n, out + r * rb);
 }
 
@@ -132,7 +133,7 @@ void dequantize4(const Tensor& src, Tensor& dst) {
   const int64_t rb = quant4::row_bytes(n);
   const uint8_t* in = src.data<const uint8_t>();
   const DType t = dst.dtype();
-#pragma omp parallel for schedule(static) if (rows * n > 65536)
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinElements)
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* row = in + r * rb;
     if (t == DType::F32) {

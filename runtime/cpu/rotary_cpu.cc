@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/parallel_threshold.h"
 
 namespace h2oflex::cpu {
 
@@ -12,7 +13,7 @@ void rotary_embedding(Tensor& x, const Tensor& positions, int64_t heads, int64_t
   if (rows == 0) return;
   const int64_t head_dim = x.numel() / (rows * heads), half = rot_dim / 2;
   const float* freq = inv_freq.data<float>();
-#pragma omp parallel if (rows * heads * rot_dim > 65536)
+#pragma omp parallel if (rows * heads * rot_dim > kParallelMinElements)
   {
     std::vector<float> cos_a(static_cast<size_t>(half)), sin_a(static_cast<size_t>(half));
 #pragma omp for schedule(static)

@@ -66,10 +66,7 @@ int64_t slot_row(const Tensor& slots, int64_t d) {
   return quant4::stored_row(slots.dtype() == DType::U8, d);
 }
 
-}  // namespace
-
-void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
-            bool relu) {
+void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   expect(x, DType::F32, 2, "linear", "x");
   expect(out, DType::F32, 2, "linear", "out");
   H2OFLEX_CHECK((is_float(w.dtype()) || w.dtype() == DType::U8) && w.rank() == 2,
@@ -86,7 +83,26 @@ void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, C
   same_device(x, w, "linear");
   same_device(x, out, "linear");
   if (bias) same_device(x, *bias, "linear");
+}
+
+}  // namespace
+
+void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
+            bool relu) {
+  check_linear(x, w, bias, out);
   H2OFLEX_DISPATCH(x, linear, x, w, bias, out, ct, relu);
+}
+
+void linear_same_input(const Tensor& x, std::span<const LinearOut> parts, ComputeType ct) {
+  for (const LinearOut& p : parts) {
+    H2OFLEX_CHECK(p.w != nullptr && p.out != nullptr, "linear_same_input: a part without w or out");
+    check_linear(x, *p.w, p.bias, *p.out);
+  }
+  if (on_cuda(x)) {  // the GPU's launches queue without waking threads: nothing to share
+    for (const LinearOut& p : parts) linear(x, *p.w, p.bias, *p.out, ct, p.relu);
+    return;
+  }
+  cpu::linear_same_input(x, parts, ct);
 }
 
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out) {

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <span>
+
 #include "runtime/core/op_types.h"
 #include "runtime/core/tensor.h"
 
@@ -27,6 +29,11 @@ namespace h2oflex::ops {
 // piece by piece where the GEMM uses them.
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
+
+// Several linear() products of one input (a layer's q, k and v; LLaMA's gate and up), each
+// equal to linear(x, *w, bias, *out, ct, relu). On a CPU a decode step's few rows are rounded
+// once and all products share one parallel region; elsewhere they run one after another.
+void linear_same_input(const Tensor& x, std::span<const LinearOut> parts, ComputeType ct);
 
 // out = LayerNorm(x) * gamma + beta over the last dimension (out may alias x).
 void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& out);

@@ -397,9 +397,11 @@ struct DecodeCase {
 };
 
 // Slots with a few empty ones (NaN contents that must not matter), one KV head nearly empty.
-DecodeCase decode_case(int64_t kvh, DType cache_dtype) {
+DecodeCase decode_case(int64_t kvh, DType cache_dtype, int64_t cap = 20, int64_t d = 16) {
   DecodeCase c;
   c.kvh = kvh;
+  c.cap = cap;
+  c.d = d;
   c.q = random_f32({c.b, c.h, c.d}, 30);
   c.k_new = random_f32({c.b, kvh, c.d}, 31);
   c.v_new = random_f32({c.b, kvh, c.d}, 32);
@@ -421,67 +423,75 @@ DecodeCase decode_case(int64_t kvh, DType cache_dtype) {
   return c;
 }
 
+// Head sizes 64 and 128 take the AVX-512 kernel where the CPU has it (16 slots at a time: caps
+// below, at and between multiples of 16), 16 the portable loops.
 TEST(GroupedQueryAttention, DecodeOutputAndPerKvHeadProbabilitiesMatchTheFormula) {
-  for (DType dt : {DType::F32, DType::BF16}) {
-    for (int64_t kvh : {8, 2, 1}) {
-      const DecodeCase c = decode_case(kvh, dt);
-      const Tensor kc = to_dtype(c.k_cache, DType::F32), vc = to_dtype(c.v_cache, DType::F32);
-      const double scale = 0.2;
-      std::vector<double> want_out(static_cast<size_t>(c.b * c.h * c.d), 0.0);
-      std::vector<double> want_probs(static_cast<size_t>(c.b * kvh * c.cap), 0.0);
-      std::vector<double> want_new(static_cast<size_t>(c.b * kvh), 0.0);
-      for (int64_t bi = 0; bi < c.b; ++bi) {
-        for (int64_t hq = 0; hq < c.h; ++hq) {
-          const int64_t bg = bi * kvh + kv_head_of(hq, c.h, kvh);
-          const float* qv = c.q.data<float>() + (bi * c.h + hq) * c.d;
-          const auto score = [&](const float* key) {
-            double dot = 0;
-            for (int64_t t = 0; t < c.d; ++t) dot += double(qv[t]) * key[t];
-            return dot * scale;
-          };
-          std::vector<double> e(static_cast<size_t>(c.cap), 0.0);
-          const double self_logit = score(c.k_new.data<float>() + bg * c.d);
-          double mx = self_logit;
-          for (int64_t j = 0; j < c.cap; ++j) {
-            if (c.slot_pos.data<int32_t>()[bg * c.cap + j] >= 0) {
-              mx = std::max(mx, score(kc.data<float>() + (bg * c.cap + j) * c.d));
+  struct Size {
+    int64_t cap, d;
+  };
+  for (const Size size : {Size{20, 16}, Size{37, 64}, Size{16, 64}, Size{5, 128}, Size{33, 128}})
+    for (DType dt : {DType::F32, DType::BF16}) {
+      for (int64_t kvh : {8, 2, 1}) {
+        const DecodeCase c = decode_case(kvh, dt, size.cap, size.d);
+        const Tensor kc = to_dtype(c.k_cache, DType::F32), vc = to_dtype(c.v_cache, DType::F32);
+        const double scale = 0.2;
+        std::vector<double> want_out(static_cast<size_t>(c.b * c.h * c.d), 0.0);
+        std::vector<double> want_probs(static_cast<size_t>(c.b * kvh * c.cap), 0.0);
+        std::vector<double> want_new(static_cast<size_t>(c.b * kvh), 0.0);
+        for (int64_t bi = 0; bi < c.b; ++bi) {
+          for (int64_t hq = 0; hq < c.h; ++hq) {
+            const int64_t bg = bi * kvh + kv_head_of(hq, c.h, kvh);
+            const float* qv = c.q.data<float>() + (bi * c.h + hq) * c.d;
+            const auto score = [&](const float* key) {
+              double dot = 0;
+              for (int64_t t = 0; t < c.d; ++t) dot += double(qv[t]) * key[t];
+              return dot * scale;
+            };
+            std::vector<double> e(static_cast<size_t>(c.cap), 0.0);
+            const double self_logit = score(c.k_new.data<float>() + bg * c.d);
+            double mx = self_logit;
+            for (int64_t j = 0; j < c.cap; ++j) {
+              if (c.slot_pos.data<int32_t>()[bg * c.cap + j] >= 0) {
+                mx = std::max(mx, score(kc.data<float>() + (bg * c.cap + j) * c.d));
+              }
             }
-          }
-          double z = std::exp(self_logit - mx);
-          for (int64_t j = 0; j < c.cap; ++j) {
-            if (c.slot_pos.data<int32_t>()[bg * c.cap + j] >= 0) {
-              z += e[j] = std::exp(score(kc.data<float>() + (bg * c.cap + j) * c.d) - mx);
+            double z = std::exp(self_logit - mx);
+            for (int64_t j = 0; j < c.cap; ++j) {
+              if (c.slot_pos.data<int32_t>()[bg * c.cap + j] >= 0) {
+                z += e[j] = std::exp(score(kc.data<float>() + (bg * c.cap + j) * c.d) - mx);
+              }
             }
-          }
-          const double p_self = std::exp(self_logit - mx) / z;
-          want_new[bg] += p_self;
-          double* o = want_out.data() + (bi * c.h + hq) * c.d;
-          for (int64_t t = 0; t < c.d; ++t) o[t] = p_self * c.v_new.data<float>()[bg * c.d + t];
-          for (int64_t j = 0; j < c.cap; ++j) {
-            if (c.slot_pos.data<int32_t>()[bg * c.cap + j] < 0) continue;
-            want_probs[bg * c.cap + j] += e[j] / z;
-            for (int64_t t = 0; t < c.d; ++t) {
-              o[t] += e[j] / z * vc.data<float>()[(bg * c.cap + j) * c.d + t];
+            const double p_self = std::exp(self_logit - mx) / z;
+            want_new[bg] += p_self;
+            double* o = want_out.data() + (bi * c.h + hq) * c.d;
+            for (int64_t t = 0; t < c.d; ++t) o[t] = p_self * c.v_new.data<float>()[bg * c.d + t];
+            for (int64_t j = 0; j < c.cap; ++j) {
+              if (c.slot_pos.data<int32_t>()[bg * c.cap + j] < 0) continue;
+              want_probs[bg * c.cap + j] += e[j] / z;
+              for (int64_t t = 0; t < c.d; ++t) {
+                o[t] += e[j] / z * vc.data<float>()[(bg * c.cap + j) * c.d + t];
+              }
             }
           }
         }
-      }
-      Tensor out = Tensor::zeros({c.b, c.h, c.d}, DType::F32);
-      Tensor probs = Tensor::zeros({c.b, kvh, c.cap}, DType::F32);
-      Tensor self = Tensor::zeros({c.b, kvh}, DType::F32);
-      ops::attention_decode(c.q, c.k_cache, c.v_cache, c.slot_pos, c.k_new, c.v_new,
-                            static_cast<float>(scale), out, &probs, &self);
-      const std::string label = std::string(dtype_name(dt)) + ", kv heads " + std::to_string(kvh);
-      EXPECT_LE(max_rel_error(out, want_out), 1e-5) << label;
-      EXPECT_LE(max_rel_error(probs, want_probs), 1e-5) << label;
-      EXPECT_LE(max_rel_error(self, want_new), 1e-5) << label;
-      for (int64_t i = 0; i < probs.numel(); ++i) {
-        if (c.slot_pos.data<int32_t>()[i] < 0) {
-          ASSERT_EQ(probs.data<float>()[i], 0.0f) << label << " empty slot " << i;
+        Tensor out = Tensor::zeros({c.b, c.h, c.d}, DType::F32);
+        Tensor probs = Tensor::zeros({c.b, kvh, c.cap}, DType::F32);
+        Tensor self = Tensor::zeros({c.b, kvh}, DType::F32);
+        ops::attention_decode(c.q, c.k_cache, c.v_cache, c.slot_pos, c.k_new, c.v_new,
+                              static_cast<float>(scale), out, &probs, &self);
+        const std::string label = std::string(dtype_name(dt)) + ", kv heads " +
+                                  std::to_string(kvh) + ", cap " + std::to_string(c.cap) + ", d " +
+                                  std::to_string(c.d);
+        EXPECT_LE(max_rel_error(out, want_out), 1e-5) << label;
+        EXPECT_LE(max_rel_error(probs, want_probs), 1e-5) << label;
+        EXPECT_LE(max_rel_error(self, want_new), 1e-5) << label;
+        for (int64_t i = 0; i < probs.numel(); ++i) {
+          if (c.slot_pos.data<int32_t>()[i] < 0) {
+            ASSERT_EQ(probs.data<float>()[i], 0.0f) << label << " empty slot " << i;
+          }
         }
       }
     }
-  }
 }
 
 TEST(GroupedQueryAttention, DecodeEqualsMultiHeadAttentionOverRepeatedSlots) {

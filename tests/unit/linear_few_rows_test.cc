@@ -1,10 +1,12 @@
-// Decode-sized bf16 linear (runtime/cpu/linear_few_rows_cpu.cc), reached through ops::linear:
-// against a double-precision product of the bf16-rounded operands, row by row independent of
-// how many rows came with it, and close to the library GEMM that takes larger inputs.
+// Decode-sized bf16 linear (runtime/cpu/linear_few_rows_cpu.cc), reached through ops::linear and
+// ops::linear_same_input: against a double-precision product of the bf16-rounded operands, row
+// by row independent of how many rows came with it, close to the library GEMM that takes larger
+// inputs, and several products of one input the same bits as each alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -107,6 +109,49 @@ TEST(LinearFewRowsBf16, AgreesWithTheLibraryGemmOfOneRowMore) {
   ops::linear(few_in, w, nullptr, few, ops::ComputeType::BF16);
   for (int64_t i = 0; i < cpu::kFewRowsBf16 * n; ++i) {
     EXPECT_NEAR(few.data<float>()[i], many.data<float>()[i], 1e-4) << i;
+  }
+}
+
+// Products of one input in one call: each the same bits as its own linear(), in bf16 (the
+// few-rows kernel's shared region up to kFewRowsBf16 rows, the library beyond) and in f32.
+TEST(LinearSameInput, EachProductIsTheSameBitsAsItsOwnLinear) {
+  const int64_t k = 300;
+  const Tensor w1 = random_rows(70, k, 8, 0.05f), w2 = random_rows(129, k, 9, 0.05f);
+  const Tensor w3 = random_rows(5, k, 10, 0.05f);
+  const Tensor b1 = random_rows(1, 70, 11, 0.1f).reshape({70});
+  const Tensor b3 = random_rows(1, 5, 12, 0.1f).reshape({5});
+  for (ops::ComputeType ct : {ops::ComputeType::BF16, ops::ComputeType::F32}) {
+    const auto stored = [&](const Tensor& w) {
+      return ct == ops::ComputeType::BF16 ? to_bf16_tensor(w) : w;
+    };
+    const Tensor s1 = stored(w1), s2 = stored(w2), s3 = stored(w3);
+    for (int64_t m : {int64_t{1}, int64_t{8}, cpu::kFewRowsBf16, cpu::kFewRowsBf16 + 1}) {
+      const Tensor x = random_rows(m, k, 13, 1.0f);
+      Tensor o1 = Tensor::empty({m, 70}, DType::F32), o2 = Tensor::empty({m, 129}, DType::F32);
+      Tensor o3 = Tensor::empty({m, 5}, DType::F32);
+      const ops::LinearOut parts[] = {{&s1, &b1, &o1, true}, {&s2, nullptr, &o2}, {&s3, &b3, &o3}};
+      ops::linear_same_input(x, parts, ct);
+      for (const ops::LinearOut& p : parts) {
+        Tensor want = Tensor::empty(p.out->shape(), DType::F32);
+        ops::linear(x, *p.w, p.bias, want, ct, p.relu);
+        EXPECT_EQ(std::memcmp(p.out->raw(), want.raw(), want.nbytes()), 0)
+            << m << " rows, " << p.w->dim(0) << " outputs, compute " << static_cast<int>(ct);
+      }
+    }
+  }
+}
+
+TEST(LinearSameInput, NamesAPartThatDoesNotFit) {
+  const Tensor x = random_rows(4, 64, 14, 1.0f);
+  const Tensor w = to_bf16_tensor(random_rows(32, 64, 15, 0.05f));
+  const Tensor narrow = to_bf16_tensor(random_rows(32, 63, 16, 0.05f));
+  Tensor out = Tensor::empty({4, 32}, DType::F32), other = Tensor::empty({4, 32}, DType::F32);
+  const ops::LinearOut parts[] = {{&w, nullptr, &out}, {&narrow, nullptr, &other}};
+  try {
+    ops::linear_same_input(x, parts, ops::ComputeType::BF16);
+    FAIL() << "a weight of 63 columns took an input of 64";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("[32, 63]"), std::string::npos) << e.what();
   }
 }
 
