@@ -310,12 +310,17 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     rr.measurement = std::move(mid);
   }
   for (ResultRow& rr : out) {
-    if (rr.row->versus.empty() || !rr.measured) continue;
-    for (const ResultRow& other : out) {
-      if (other.row->label == rr.row->versus && other.measured && *other.measured > 0) {
-        rr.versus_ratio = *rr.measured / *other.measured;
+    if (!rr.measured) continue;
+    const ResultRow* fastest = nullptr;
+    for (const std::string& label : rr.row->versus) {
+      for (const ResultRow& other : out) {
+        if (other.row->label != label || !other.measured || *other.measured <= 0) continue;
+        if (fastest == nullptr || *other.measured > *fastest->measured) fastest = &other;
       }
     }
+    if (fastest == nullptr) continue;
+    rr.versus_ratio = *rr.measured / *fastest->measured;
+    rr.versus_label = fastest->row->label;
   }
   return out;
 }
@@ -354,7 +359,7 @@ std::string results_markdown(const Suite& suite, const std::vector<ResultRow>& r
   for (const ResultRow& r : rows) {
     const SuiteRow& s = *r.row;
     std::string ratio =
-        r.versus_ratio ? fmt(*r.versus_ratio) + " x " + s.versus : opt_fmt(r.ratio());
+        r.versus_ratio ? fmt(*r.versus_ratio) + " x " + r.versus_label : opt_fmt(r.ratio());
     if (const auto ok = r.within_band()) {
       ratio += std::string(*ok ? " (within " : " (OUTSIDE ") + "±" + fmt(*s.band * 100, 2) + "%)";
     }
@@ -397,7 +402,9 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
     j["measured_runs_tok_s"] = r.measured_runs;
     j["ratio"] = num(r.ratio());
     if (!s.versus.empty()) {
-      j["versus"] = s.versus;
+      j["versus_rows"] = s.versus;
+      j["versus"] =
+          r.versus_label.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.versus_label);
       j["versus_ratio"] = num(r.versus_ratio);
     }
     j["band"] = num(s.band);

@@ -42,7 +42,8 @@ struct ResultRow {
   std::optional<MeasuredRow> measurement;  // the run whose total is the median
   std::vector<double> measured_runs;       // total tok/s of every run (suite `repeats`)
   std::string note;                        // why a number is missing
-  std::optional<double> versus_ratio;      // measured / the `versus` row's measured
+  std::optional<double> versus_ratio;      // measured / the fastest `versus` row's measured
+  std::string versus_label;                // that row's label
   // ratio = (measured, else predicted) / (published, else predicted); empty if either is absent
   // or both would be the same prediction.
   std::optional<double> ratio() const;

@@ -100,7 +100,17 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
     r.predict = false;  // the cost model describes h2oflex, not its peers
     if (r.system == "h2oflex") r.system = "peer";
   }
-  if (node["versus"]) r.versus = read_string(node["versus"], key_path(where, "versus"));
+  if (const YAML::Node v = node["versus"]) {
+    const std::string vpath = key_path(where, "versus");
+    if (v.IsSequence()) {
+      H2OFLEX_INPUT_CHECK(v.size() > 0, vpath, ": expected a label or a non-empty list of labels");
+      for (size_t i = 0; i < v.size(); ++i) {
+        r.versus.push_back(read_string(v[i], vpath + "[" + std::to_string(i) + "]"));
+      }
+    } else {
+      r.versus.push_back(read_string(v, vpath));
+    }
+  }
   const std::string cpath = key_path(where, "config");
   H2OFLEX_INPUT_CHECK(node["config"], cpath,
                       ": missing (every row needs model, prompt_len, gen_len)");
@@ -165,11 +175,12 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
     s.rows.push_back(parse_row(root["rows"][i], static_cast<int>(i), defaults, path));
   }
   for (const SuiteRow& r : s.rows) {
-    if (r.versus.empty()) continue;
-    const bool known = std::any_of(s.rows.begin(), s.rows.end(), [&](const SuiteRow& o) {
-      return o.label == r.versus && o.index != r.index;
-    });
-    H2OFLEX_INPUT_CHECK(known, r.where, ".versus: no other row is labelled '", r.versus, "'");
+    for (const std::string& label : r.versus) {
+      const bool known = std::any_of(s.rows.begin(), s.rows.end(), [&](const SuiteRow& o) {
+        return o.label == label && o.index != r.index;
+      });
+      H2OFLEX_INPUT_CHECK(known, r.where, ".versus: no other row is labelled '", label, "'");
+    }
   }
   return s;
 }

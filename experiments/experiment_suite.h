@@ -35,7 +35,9 @@ struct SuiteRow {
     std::vector<std::pair<std::string, std::string>> args;  // e.g. {dtype, f32}
   };
   std::optional<Peer> peer;
-  std::string versus;  // label of the row this row's measured throughput is divided by
+  // Labels of other rows: this row's measured throughput is divided by the fastest of theirs
+  // (`versus: label` or `versus: [label, ...]`: a peer's best dtype differs from CPU to CPU).
+  std::vector<std::string> versus;
   // Convenience copies from `config`.
   std::string model;
   int prompt_len = 0, gen_len = 0;

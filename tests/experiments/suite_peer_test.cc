@@ -1,10 +1,12 @@
 // Peer rows: a suite runs another system's script on a row's shapes beside h2oflex's rows, and
-// `versus` divides one row's measured throughput by another's.
+// `versus` divides one row's measured throughput by another's (or by the fastest of several).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "experiments/experiment_runner.h"
 #include "runtime/core/error.h"
@@ -79,6 +81,35 @@ TEST(SuitePeer, RunsThePeerOnTheRowsShapesAndDividesByTheVersusRow) {
   EXPECT_NE(rows[2].note.find("no torch here"), std::string::npos) << rows[2].note;
 }
 
+// `versus` with several rows divides by the fastest of them and names it; a row that measured
+// nothing (a failed peer) is passed over.
+TEST(SuitePeer, VersusSeveralRowsDividesByTheFastest) {
+  SuiteDir d;
+  std::ofstream(d.dir / "peer.py") << kFakePeer;
+  const std::string hw = std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/local_cpu.yaml";
+  std::ofstream(d.dir / "s.yaml")
+      << "suite: s\ndefaults: {hardware_profile: " << hw
+      << ", config: {model: opt-125m, prompt_len: 500, gen_len: 4, batch_size: 4}}\nrows:\n"
+         "  - {label: ours, versus: [slow, fast, broken], config: {}}\n"
+         "  - {label: slow, peer: {script: peer.py, args: {speed: 1}}, config: {}}\n"
+         "  - {label: fast, peer: {script: peer.py, args: {speed: 2.5}}, config: {}}\n"
+         "  - {label: broken, peer: {script: peer.py, args: {speed: fail}}, config: {}}\n";
+  const MeasureFn ours = [&](const YAML::Node&) {
+    MeasuredRow m;
+    m.total_tok_s = 10;
+    return m;
+  };
+  const Suite s = load_suite((d.dir / "s.yaml").string());
+  EXPECT_EQ(s.rows[0].versus, (std::vector<std::string>{"slow", "fast", "broken"}));
+  setenv("H2OFLEX_PEER_PYTHON", "python3", 1);
+  const std::vector<ResultRow> rows = evaluate_suite(s, false, ours);
+  ASSERT_TRUE(rows[0].versus_ratio);
+  EXPECT_DOUBLE_EQ(*rows[0].versus_ratio, 10 / 5.0);  // fast: 4 x 500 / 1000 x 2.5
+  EXPECT_EQ(rows[0].versus_label, "fast");
+  const std::string md = results_markdown(s, rows, false);
+  EXPECT_NE(md.find("| 2 x fast |"), std::string::npos) << md;
+}
+
 TEST(SuitePeer, VersusMustNameAnotherRow) {
   SuiteDir d;
   std::ofstream(d.dir / "s.yaml") << "suite: s\nrows:\n"
@@ -87,6 +118,19 @@ TEST(SuitePeer, VersusMustNameAnotherRow) {
   try {
     load_suite((d.dir / "s.yaml").string());
     FAIL() << "accepted an unknown versus label";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("versus: no other row is labelled 'nobody'"),
+              std::string::npos)
+        << e.what();
+  }
+  std::ofstream(d.dir / "s.yaml") << "suite: s\nrows:\n"
+                                     "  - {label: a, versus: [b, nobody], predict: false, config: "
+                                     "{model: opt-125m, prompt_len: 8, gen_len: 2}}\n"
+                                     "  - {label: b, predict: false, config: "
+                                     "{model: opt-125m, prompt_len: 8, gen_len: 2}}\n";
+  try {
+    load_suite((d.dir / "s.yaml").string());
+    FAIL() << "accepted an unknown label in a versus list";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("versus: no other row is labelled 'nobody'"),
               std::string::npos)
