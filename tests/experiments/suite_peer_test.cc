@@ -41,16 +41,25 @@ for p in ["prefill", "decode", "total"]:
 json.dump(doc, open(a.json, "w"))
 )";
 
-TEST(SuitePeer, RunsThePeerOnTheRowsShapesAndDividesByTheVersusRow) {
-  SuiteDir d;
+// Writes the fake peer and a suite of `rows` (YAML list items) on OPT-125m's shapes, 4 x (500 +
+// 4), into d; returns the suite's path.
+fs::path write_peer_suite(const SuiteDir& d, const std::string& rows) {
   std::ofstream(d.dir / "peer.py") << kFakePeer;
   const std::string hw = std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/local_cpu.yaml";
   std::ofstream(d.dir / "s.yaml")
       << "suite: s\ndefaults: {hardware_profile: " << hw
       << ", config: {model: opt-125m, prompt_len: 500, gen_len: 4, batch_size: 4}}\nrows:\n"
-         "  - {label: ours, versus: theirs, config: {}}\n"
-         "  - {label: theirs, peer: {script: peer.py, args: {speed: 2}}, config: {}}\n"
-         "  - {label: broken, peer: {script: peer.py, args: {speed: fail}}, config: {}}\n";
+      << rows;
+  return d.dir / "s.yaml";
+}
+
+TEST(SuitePeer, RunsThePeerOnTheRowsShapesAndDividesByTheVersusRow) {
+  SuiteDir d;
+  const fs::path suite = write_peer_suite(
+      d,
+      "  - {label: ours, versus: theirs, config: {}}\n"
+      "  - {label: theirs, peer: {script: peer.py, args: {speed: 2}}, config: {}}\n"
+      "  - {label: broken, peer: {script: peer.py, args: {speed: fail}}, config: {}}\n");
   int h2oflex_runs = 0;
   const MeasureFn ours = [&](const YAML::Node& config) {
     ++h2oflex_runs;
@@ -59,7 +68,7 @@ TEST(SuitePeer, RunsThePeerOnTheRowsShapesAndDividesByTheVersusRow) {
     m.total_tok_s = 10;
     return m;
   };
-  const Suite s = load_suite((d.dir / "s.yaml").string());
+  const Suite s = load_suite(suite.string());
   ASSERT_TRUE(s.rows[1].peer.has_value());
   EXPECT_EQ(s.rows[1].peer->script, (d.dir / "peer.py").lexically_normal().string());
   EXPECT_FALSE(s.rows[1].predict);
@@ -85,21 +94,18 @@ TEST(SuitePeer, RunsThePeerOnTheRowsShapesAndDividesByTheVersusRow) {
 // nothing (a failed peer) is passed over.
 TEST(SuitePeer, VersusSeveralRowsDividesByTheFastest) {
   SuiteDir d;
-  std::ofstream(d.dir / "peer.py") << kFakePeer;
-  const std::string hw = std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/local_cpu.yaml";
-  std::ofstream(d.dir / "s.yaml")
-      << "suite: s\ndefaults: {hardware_profile: " << hw
-      << ", config: {model: opt-125m, prompt_len: 500, gen_len: 4, batch_size: 4}}\nrows:\n"
-         "  - {label: ours, versus: [slow, fast, broken], config: {}}\n"
-         "  - {label: slow, peer: {script: peer.py, args: {speed: 1}}, config: {}}\n"
-         "  - {label: fast, peer: {script: peer.py, args: {speed: 2.5}}, config: {}}\n"
-         "  - {label: broken, peer: {script: peer.py, args: {speed: fail}}, config: {}}\n";
+  const fs::path suite = write_peer_suite(
+      d,
+      "  - {label: ours, versus: [slow, fast, broken], config: {}}\n"
+      "  - {label: slow, peer: {script: peer.py, args: {speed: 1}}, config: {}}\n"
+      "  - {label: fast, peer: {script: peer.py, args: {speed: 2.5}}, config: {}}\n"
+      "  - {label: broken, peer: {script: peer.py, args: {speed: fail}}, config: {}}\n");
   const MeasureFn ours = [&](const YAML::Node&) {
     MeasuredRow m;
     m.total_tok_s = 10;
     return m;
   };
-  const Suite s = load_suite((d.dir / "s.yaml").string());
+  const Suite s = load_suite(suite.string());
   EXPECT_EQ(s.rows[0].versus, (std::vector<std::string>{"slow", "fast", "broken"}));
   setenv("H2OFLEX_PEER_PYTHON", "python3", 1);
   const std::vector<ResultRow> rows = evaluate_suite(s, false, ours);
