@@ -225,12 +225,6 @@ void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k,
   }
 }
 
-void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k, const uint16_t* w, int64_t n,
-                          const float* bias, float* out, int64_t ldo, bool relu) {
-  const FewRowsProduct product{w, n, bias, out, ldo, relu};
-  linear_few_rows_bf16(x16, m, k, std::span<const FewRowsProduct>(&product, 1));
-}
-
 #else  // other architectures: the library's GEMM takes every input
 
 bool few_rows_bf16_available() {
@@ -241,11 +235,13 @@ void linear_few_rows_bf16(const uint16_t*, int64_t, int64_t, std::span<const Few
   throw InternalError("linear_few_rows_bf16: not built for this architecture");
 }
 
-void linear_few_rows_bf16(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, const float*,
-                          float*, int64_t, bool) {
-  throw InternalError("linear_few_rows_bf16: not built for this architecture");
-}
-
 #endif
+
+// One product: a list of one, on every architecture (the list form throws where unbuilt).
+void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k, const uint16_t* w, int64_t n,
+                          const float* bias, float* out, int64_t ldo, bool relu) {
+  const FewRowsProduct product{w, n, bias, out, ldo, relu};
+  linear_few_rows_bf16(x16, m, k, std::span<const FewRowsProduct>(&product, 1));
+}
 
 }  // namespace h2oflex::cpu
