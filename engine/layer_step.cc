@@ -23,7 +23,7 @@ void prefill_layer(const DecoderModel& model, const UnitWeights& w, ops::Compute
   H2OFLEX_CHECK((stat != nullptr) == rule.uses_attention_scores(), "prefill_layer: ", rule.name(),
                 stat ? " takes no" : " needs a", " prefill statistic");
   const bool colsum = stat != nullptr && rule.prefill == PrefillStat::ColumnSum;
-  ops::attention_prefill(q4, k, v, pad, g.softmax_scale, attn, colsum ? stat : nullptr);
+  ops::attention_prefill(q4, k, v, pad, g.softmax_scale, attn, colsum ? stat : nullptr, ct);
   if (stat != nullptr && rule.prefill == PrefillStat::WindowPooled) {
     ops::window_attention_scores(q4, k, pad, g.softmax_scale, rule.recent, KvRule::kWindowPool,
                                  *stat);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -82,6 +83,25 @@ double engine_linear_seconds(const Shape3& s, ops::ComputeType ct, int repeats) 
   return median_seconds(repeats, [&] { ops::linear(x, w, &bias, out, ct); });
 }
 
+// The model's prefill attention alone (with H2O's column sums) for one layer, in seconds.
+double attention_prefill_seconds(const OptConfig& cfg, int64_t batch, int64_t len,
+                                 ops::ComputeType ct, int repeats) {
+  const int64_t heads = cfg.heads, d = cfg.head_dim();
+  Tensor q = Tensor::empty({batch, len, heads, d}, DType::F32);
+  Tensor k = Tensor::empty({batch, len, heads, d}, DType::F32);
+  Tensor v = Tensor::empty({batch, len, heads, d}, DType::F32);
+  uint64_t stream = 3;
+  for (Tensor* t : {&q, &k, &v}) {
+    fill_normal(t->data<float>(), static_cast<uint64_t>(t->numel()), 1, stream++, 0, 0.0f, 1.0f);
+  }
+  Tensor out = Tensor::empty({batch, len, heads, d}, DType::F32);
+  Tensor colsum = Tensor::empty({batch, heads, len}, DType::F32);
+  const std::vector<int32_t> pad(static_cast<size_t>(batch), 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  return median_seconds(repeats,
+                        [&] { ops::attention_prefill(q, k, v, pad, scale, out, &colsum, ct); });
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) {
   if (!path.empty()) write_file_atomically(path, j.dump(2) + "\n");
 }
@@ -149,11 +169,20 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
     gemm_s += (s.n == s.k ? 4 : 1) * one;
   }
   gemm_s *= cfg.layers;
+  const double attention_s =
+      cfg.layers * attention_prefill_seconds(cfg, o.batch, o.prompt_len, ct, o.repeats);
+  // Causal: each of the s queries meets (i + 1) keys, twice (scores and the weighted sum).
+  const double attention_flop = cfg.layers * 2.0 * 2.0 * o.batch * cfg.hidden *
+                                (static_cast<double>(o.prompt_len) * (o.prompt_len + 1) / 2);
   const double fraction = gemm_s / t;
   std::printf("prefill %s dummy, batch %d x %d tokens, %s: %.3f s end to end\n", cfg.name.c_str(),
               o.batch, o.prompt_len, type_name, t);
   std::printf("  the same GEMMs alone in oneDNN: %.3f s (%.1f GFLOP/s)\n", gemm_s,
               gemm_flop / gemm_s / 1e9);
+  std::printf("  attention alone (with H2O's column sums): %.3f s (%.1f GFLOP/s causal)\n",
+              attention_s, attention_flop / attention_s / 1e9);
+  std::printf("  the rest (norms, activations, conversions, embedding): %.3f s\n",
+              t - gemm_s - attention_s);
   std::printf("  end-to-end rate: %.1f GFLOP/s = %.1f%% of the GEMM rate\n", gemm_flop / t / 1e9,
               100 * fraction);
   write_json(o.json_out, {{"model", cfg.name},
@@ -161,6 +190,7 @@ int bench_prefill(const BenchComputeOptions& o, const OptConfig& cfg, ops::Compu
                           {"prompt_len", o.prompt_len},
                           {"prefill_s", t},
                           {"gemm_only_s", gemm_s},
+                          {"attention_only_s", attention_s},
                           {"fraction_of_gemm_rate", fraction}});
   return 0;
 }

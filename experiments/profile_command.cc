@@ -148,15 +148,16 @@ struct LayerGemms {
   }
 };
 
-double measure_attention_prefill(const ProfileOptions& o, const OptConfig& cfg, int repeats) {
+double measure_attention_prefill(const ProfileOptions& o, const OptConfig& cfg, ops::ComputeType ct,
+                                 int repeats) {
   const int64_t b = o.attn_batch, s = o.attn_prefill_len, heads = cfg.heads, d = cfg.head_dim();
   Tensor q = random_tensor({b, s, heads, d}, DType::F32, 5, 1.0f);
   Tensor k = random_tensor({b, s, heads, d}, DType::F32, 6, 1.0f);
   Tensor v = random_tensor({b, s, heads, d}, DType::F32, 7, 1.0f);
   Tensor out = Tensor::empty({b, s, heads, d}, DType::F32);
   const std::vector<int32_t> pad(static_cast<size_t>(b), 0);
-  const double t =
-      median_seconds(repeats, [&] { ops::attention_prefill(q, k, v, pad, 0.125f, out, nullptr); });
+  const double t = median_seconds(
+      repeats, [&] { ops::attention_prefill(q, k, v, pad, 0.125f, out, nullptr, ct); });
   // The cost model's count: the full s^2 (FlexGen does not halve it for the causal mask).
   return static_cast<double>(b) * 4.0 * s * s * cfg.hidden / t;
 }
@@ -314,7 +315,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
 
   const OptConfig ref = *opt_config_by_name(o.model);
   std::fprintf(stderr, "profile: attention (%s) ...\n", m.compute_dtype.c_str());
-  m.attn_prefill_flops = measure_attention_prefill(o, ref, o.repeats);
+  m.attn_prefill_flops = measure_attention_prefill(o, ref, ct, o.repeats);
   m.attn_decode_flops = measure_attention_decode(o, ref, wdt, o.repeats);
 
   std::fprintf(stderr, "profile: %s layers (%s) ...\n", ref.name.c_str(), m.compute_dtype.c_str());

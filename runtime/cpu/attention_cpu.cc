@@ -3,12 +3,15 @@
 // single-token decode over KV slots, both grouped-query when several query heads share a KV head.
 // Scores and softmax are fp32; probabilities are full softmax values (the exponential within 2 ulp,
 // softmax_rows.h, as CUDA's expf is), so H2O accumulates the same numbers to rounding whichever
-// backend runs.
+// backend runs. With bf16 compute the prefill's two products take bf16 inputs (q, k, v and the
+// probabilities rounded, sums in f32), as torch's bf16 attention does: on a CPU with a bf16 matmul
+// they ran at 2x the f32 GEMMs' rate.
 #include <dnnl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "runtime/core/half.h"
@@ -16,6 +19,7 @@
 #include "runtime/core/vector_clones.h"
 #include "runtime/cpu/attend_slots_avx512.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/gemm_bf16.h"
 #include "runtime/cpu/quant4_rows.h"
 #include "runtime/cpu/softmax_rows.h"
 
@@ -73,6 +77,82 @@ void gemm_row_major(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
                                       lda, b, ldb, 0.0f, c, ldc);
   if (st != dnnl_success) throw InternalError("attention: dnnl_sgemm failed");
+}
+
+// One (sequence, head) of the prefill in f32: qb, kb, vb, ob point at its first real position
+// (rows of stride q_stride / kv_stride); col (len values) gains the column sums.
+void prefill_head_f32(const float* qb, const float* kb, const float* vb, float* ob, int64_t len,
+                      int64_t d, int64_t q_stride, int64_t kv_stride, float scale, float* scores,
+                      double* col) {
+  // Causal blocks of queries: rows [i0, i1) see keys [0, i1), so no block computes scores above
+  // the diagonal of another.
+  for (int64_t i0 = 0; i0 < len; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, len - i0), keys = i0 + rows;
+    gemm_row_major(false, true, rows, keys, d, scale, qb + i0 * q_stride, q_stride, kb, kv_stride,
+                   scores, keys);
+    for (int64_t r = 0; r < rows; ++r) softmax_causal_row(scores + r * keys, i0 + r + 1, keys, col);
+    gemm_row_major(false, false, rows, d, keys, 1.0f, scores, keys, vb, kv_stride,
+                   ob + i0 * q_stride, q_stride);
+  }
+}
+
+// The bf16 products pad a head's rows to a multiple of this with zeros, so that the blocks'
+// GEMM shapes repeat across prompt lengths (one library kernel per shape).
+constexpr int64_t kBf16RowPad = 16;
+
+int64_t round_up(int64_t n, int64_t m) {
+  return (n + m - 1) / m * m;
+}
+
+// `rows` rows of d values (row stride `stride`) rounded to bf16 into dst (row stride d), then
+// zero rows up to `padded`: a zero key scores 0 and a zero value adds nothing, never NaN.
+void round_head_rows(const float* src, int64_t stride, int64_t rows, int64_t padded, int64_t d,
+                     uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    convert_f32_to_bf16(src + r * stride, dst + r * d, static_cast<size_t>(d));
+  }
+  std::fill(dst + rows * d, dst + padded * d, uint16_t{0});
+}
+
+// One thread's buffers for the bf16 products of a head of up to `s` positions.
+struct Bf16Head {
+  std::vector<uint16_t> q, k, v, p;  // the head's rows, the block's probabilities
+  std::vector<float> out;            // the block's weighted sums
+  Bf16Head(int64_t s, int64_t d)
+      : q(static_cast<size_t>(round_up(s, kBf16RowPad) * d)),
+        k(q.size()),
+        v(q.size()),
+        p(static_cast<size_t>(kQueryBlock * round_up(s, kBf16RowPad))),
+        out(static_cast<size_t>(kQueryBlock * d)) {}
+};
+
+// The same with bf16 products.
+void prefill_head_bf16(const float* qb, const float* kb, const float* vb, float* ob, int64_t len,
+                       int64_t d, int64_t q_stride, int64_t kv_stride, float scale, float* scores,
+                       double* col, Bf16Head& t) {
+  const int64_t padded = round_up(len, kBf16RowPad);
+  round_head_rows(qb, q_stride, len, padded, d, t.q.data());
+  round_head_rows(kb, kv_stride, len, padded, d, t.k.data());
+  round_head_rows(vb, kv_stride, len, padded, d, t.v.data());
+  for (int64_t i0 = 0; i0 < len; i0 += kQueryBlock) {
+    const int64_t rows = std::min(kQueryBlock, len - i0);
+    const int64_t padded_rows = round_up(rows, kBf16RowPad), keys = i0 + padded_rows;
+    // scores = Q_block · Kᵀ: key j's value t sits at k[j * d + t].
+    gemm_bf16_f32(padded_rows, keys, d, t.q.data() + i0 * d, d, t.k.data(), 1, d, scores, keys);
+    // The causal softmax of the block's real rows (query r sees keys [0, i0 + r]) in f32, its
+    // column sums for H2O, then the probabilities rounded for the weighted sum.
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = scores + r * keys;
+      for (int64_t j = 0; j <= i0 + r; ++j) row[j] *= scale;
+      softmax_causal_row(row, i0 + r + 1, keys, col);
+      convert_f32_to_bf16(row, t.p.data() + r * keys, static_cast<size_t>(keys));
+    }
+    std::fill(t.p.data() + rows * keys, t.p.data() + padded_rows * keys, uint16_t{0});
+    gemm_bf16_f32(padded_rows, d, keys, t.p.data(), keys, t.v.data(), d, 1, t.out.data(), d);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(t.out.data() + r * d, d, ob + (i0 + r) * q_stride);
+    }
+  }
 }
 
 // How the decode loops read a KV head's cached rows. A plain f32 or bf16 cache is read in place
@@ -205,7 +285,9 @@ H2OFLEX_VECTOR_CLONES void decode_head(const Tensor& q, const Tensor& k_cache,
 }  // namespace
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
+                       ComputeType ct) {
+  const bool bf16 = ct == ComputeType::BF16 && gemm_has_kernel(ct);
   const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3);
   const int64_t kvh = k.dim(2), group = h / kvh;
   const int64_t q_stride = h * d;     // between consecutive positions of one query head
@@ -216,8 +298,10 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
   if (colsum != nullptr && group > 1) head_cols.resize(static_cast<size_t>(b * h * s));
 #pragma omp parallel
   {
-    std::vector<float> scores(static_cast<size_t>(kQueryBlock * s));
+    std::vector<float> scores(static_cast<size_t>(kQueryBlock * round_up(s, kBf16RowPad)));
     std::vector<double> col(static_cast<size_t>(s));
+    std::optional<Bf16Head> bf16_head;
+    if (bf16) bf16_head.emplace(s, d);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < b * h; ++bh) {
       const int64_t bi = bh / h, hi = bh % h, gi = hi / group;
@@ -229,17 +313,12 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
       for (int64_t i = 0; i < p0; ++i) std::fill_n(ob + i * q_stride, d, 0.0f);
       ob += p0 * q_stride;
       std::fill(col.begin(), col.end(), 0.0);
-      // Causal blocks of queries: rows [i0, i1) see keys [0, i1), so no block computes scores
-      // above the diagonal of another.
-      for (int64_t i0 = 0; i0 < len; i0 += kQueryBlock) {
-        const int64_t rows = std::min(kQueryBlock, len - i0), keys = i0 + rows;
-        gemm_row_major(false, true, rows, keys, d, scale, qb + i0 * q_stride, q_stride, kb,
-                       kv_stride, scores.data(), keys);
-        for (int64_t r = 0; r < rows; ++r) {
-          softmax_causal_row(scores.data() + r * keys, i0 + r + 1, keys, col.data() + p0);
-        }
-        gemm_row_major(false, false, rows, d, keys, 1.0f, scores.data(), keys, vb, kv_stride,
-                       ob + i0 * q_stride, q_stride);
+      if (bf16) {
+        prefill_head_bf16(qb, kb, vb, ob, len, d, q_stride, kv_stride, scale, scores.data(),
+                          col.data() + p0, *bf16_head);
+      } else {
+        prefill_head_f32(qb, kb, vb, ob, len, d, q_stride, kv_stride, scale, scores.data(),
+                         col.data() + p0);
       }
       if (colsum == nullptr) continue;
       if (group == 1) {

@@ -15,6 +15,7 @@
 #include "runtime/core/cpu_memory_reserve.h"
 #include "runtime/core/half.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/gemm_bf16.h"
 #include "runtime/cpu/linear_compressed.h"
 #include "runtime/cpu/linear_few_rows.h"
 #include "runtime/cpu/parallel_threshold.h"
@@ -29,6 +30,7 @@ using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, bool, bool>
 struct Gemm {
   dnnl::matmul prim;
   memory::desc src, wei, bias, dst;
+  memory::desc scratchpad;  // where the caller gives the primitive its scratch memory
 };
 
 dnnl::engine& cpu_engine() {
@@ -159,7 +161,52 @@ void run_gemm(int64_t m, int64_t k, int64_t n, int64_t ldo, DType act, DType wt,
   stream.wait();
 }
 
+// The kernels of gemm_bf16_f32, per (m, n, k, lda, b_row, b_col, ldc).
+using SmallKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+
+const Gemm& get_small_gemm(const SmallKey& key) {
+  static std::mutex mu;
+  static std::map<SmallKey, Gemm> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  const auto [m, n, k, lda, b_row, b_col, ldc] = key;
+  Gemm g;
+  g.src = memory::desc({m, k}, memory::data_type::bf16, memory::dims{lda, 1});
+  g.wei = memory::desc({k, n}, memory::data_type::bf16, memory::dims{b_row, b_col});
+  g.dst = memory::desc({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+  // Threads run the same shape at once, and a primitive's own scratch memory (where it packs an
+  // operand) is not safe to share: each thread gives its own (scratch_bytes).
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g.src, g.wei, g.dst), attr,
+                                        cpu_engine());
+  g.scratchpad = pd.scratchpad_desc();
+  g.prim = dnnl::matmul(pd);
+  return cache.emplace(key, std::move(g)).first->second;
+}
+
+// This thread's scratch memory for the library, at least `n` bytes.
+void* scratch_bytes(size_t n) {
+  thread_local std::vector<uint8_t> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
 }  // namespace
+
+void gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
+                   const uint16_t* b, int64_t b_row, int64_t b_col, float* c, int64_t ldc) {
+  const Gemm& g = get_small_gemm({m, n, k, lda, b_row, b_col, ldc});
+  const dnnl::engine& eng = cpu_engine();
+  dnnl::stream& stream = thread_stream();
+  g.prim.execute(stream, {{DNNL_ARG_SRC, memory(g.src, eng, const_cast<uint16_t*>(a))},
+                          {DNNL_ARG_WEIGHTS, memory(g.wei, eng, const_cast<uint16_t*>(b))},
+                          {DNNL_ARG_DST, memory(g.dst, eng, c)},
+                          {DNNL_ARG_SCRATCHPAD,
+                           memory(g.scratchpad, eng, scratch_bytes(g.scratchpad.get_size()))}});
+  stream.wait();
+}
 
 bool gemm_has_kernel(ComputeType ct) {
   if (ct == ComputeType::F32) return true;

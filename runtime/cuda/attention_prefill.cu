@@ -152,7 +152,8 @@ __global__ void prefill_colsum_kernel(const float* q, const float* k, PrefillSha
 }  // namespace
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
+                       ComputeType /*ct: f32 products at every ct (ops.h)*/) {
   const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3), kvh = k.dim(2);
   if (b == 0 || s == 0 || h == 0) return;
   H2OFLEX_CHECK(s <= 0x7fffffff && h <= 65535 && d <= 0x7fffffff, "attention_prefill: shape ",

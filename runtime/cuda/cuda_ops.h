@@ -43,7 +43,8 @@ void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out);
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset);
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
+                       ComputeType ct);
 
 void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& slot_pos, const Tensor& k_new, const Tensor& v_new, float scale,

@@ -262,7 +262,8 @@ void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int 
 }
 
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum) {
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
+                       ComputeType ct) {
   const char* op = "attention_prefill";
   expect(q, DType::F32, 4, op, "q");
   expect(k, DType::F32, 4, op, "k");
@@ -289,7 +290,7 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
        {&k, &v, static_cast<const Tensor*>(&out), static_cast<const Tensor*>(colsum)}) {
     if (t) same_device(q, *t, op);
   }
-  H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum);
+  H2OFLEX_DISPATCH(q, attention_prefill, q, k, v, pad, scale, out, colsum, ct);
 }
 
 void window_attention_scores(const Tensor& q, const Tensor& k, const std::vector<int32_t>& pad,

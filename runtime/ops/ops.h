@@ -79,8 +79,13 @@ void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int 
 //   out: [b, s, h, d]. Padding query rows produce zeros.
 //   colsum (optional, [b, kvh, s] f32): per KV head, Σ over the query heads sharing it and over
 //   real query rows i of softmax P[i, j] (H2O score), added in a fixed order.
+//   ct: with BF16 the two products may take bf16-rounded inputs (q, k, v, and the probabilities
+//   for P V), sums in f32, where that is faster (the CPU with a bf16 matmul); the softmax and
+//   colsum stay f32. F32 and F16 keep f32 products, and so does CUDA at every ct (its prefill
+//   attention is a small share of a GPU prefill).
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
-                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum);
+                       const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
+                       ComputeType ct);
 
 // SnapKV's prefill statistic: what the last `window` real queries attend to, pooled.
 //   q: [b, s, h, d] f32; k: [b, s, kvh, d] f32, left-padded as for attention_prefill.

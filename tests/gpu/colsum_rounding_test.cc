@@ -36,7 +36,7 @@ TEST(CudaPrefillColumnSums, AddTheRowPassProbabilitiesBitForBit) {
   Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
   Tensor dcol = cuda::device_zeros({b, h, s}, DType::F32);
   cuda::attention_prefill(cuda::to_device(q), cuda::to_device(k), cuda::to_device(v), pad, scale,
-                          dout, &dcol);
+                          dout, &dcol, ops::ComputeType::F32);
   const Tensor out = cuda::to_host(dout), col = cuda::to_host(dcol);
   // P[bi, hi, i, j]: row i's probability of key j, as the row pass used it.
   auto prob = [&](int64_t bi, int64_t hi, int64_t i, int64_t j) {

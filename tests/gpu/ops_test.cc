@@ -276,12 +276,12 @@ TEST(CudaOps, PrefillAttentionAndColumnSumsMatchCpu) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
     Tensor want = Tensor::zeros({b, s, h, d}, DType::F32);
     Tensor want_col = Tensor::zeros({b, h, s}, DType::F32);
-    cpu::attention_prefill(q, k, v, pad, scale, want, &want_col);
+    cpu::attention_prefill(q, k, v, pad, scale, want, &want_col, ops::ComputeType::F32);
 
     Tensor dq = dev(q), dk = dev(k), dv = dev(v);
     Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
     Tensor dcol = cuda::device_zeros({b, h, s}, DType::F32);
-    cuda::attention_prefill(dq, dk, dv, pad, scale, dout, &dcol);
+    cuda::attention_prefill(dq, dk, dv, pad, scale, dout, &dcol, ops::ComputeType::F32);
     Tensor out = host(dout), col = host(dcol);
     EXPECT_LE(normalized_error(out, want), 1e-5) << "s=" << s;
     EXPECT_LE(normalized_error(col, want_col), 1e-5) << "s=" << s;
@@ -292,7 +292,7 @@ TEST(CudaOps, PrefillAttentionAndColumnSumsMatchCpu) {
     }
     // Without column sums the output is the same.
     Tensor dout2 = cuda::device_zeros({b, s, h, d}, DType::F32);
-    cuda::attention_prefill(dq, dk, dv, pad, scale, dout2, nullptr);
+    cuda::attention_prefill(dq, dk, dv, pad, scale, dout2, nullptr, ops::ComputeType::F32);
     EXPECT_LE(normalized_error(host(dout2), want), 1e-5);
   }
 }
@@ -363,10 +363,10 @@ TEST(CudaOps, GroupedQueryPrefillMatchesCpuAndKeepsTheCpuSet) {
     const float scale = 0.125f;
     Tensor want = Tensor::zeros({b, s, h, d}, DType::F32);
     Tensor want_col = Tensor::zeros({b, kvh, s}, DType::F32);
-    cpu::attention_prefill(q, k, v, pad, scale, want, &want_col);
+    cpu::attention_prefill(q, k, v, pad, scale, want, &want_col, ops::ComputeType::F32);
     Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
     Tensor dcol = cuda::device_zeros({b, kvh, s}, DType::F32);
-    ops::attention_prefill(dev(q), dev(k), dev(v), pad, scale, dout, &dcol);
+    ops::attention_prefill(dev(q), dev(k), dev(v), pad, scale, dout, &dcol, ops::ComputeType::F32);
     const std::string label = "s=" + std::to_string(s) + " kv heads " + std::to_string(kvh);
     EXPECT_LE(normalized_error(host(dout), want), 1e-5) << label;
     const Tensor col = host(dcol);

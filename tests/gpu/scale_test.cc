@@ -52,12 +52,12 @@ void expect_prefill_and_selection_match(int64_t b, int64_t s, int64_t h, int64_t
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   Tensor want = Tensor::zeros({b, s, h, d}, DType::F32);
   Tensor want_col = Tensor::zeros({b, h, s}, DType::F32);
-  cpu::attention_prefill(q, k, v, pad, scale, want, &want_col);
+  cpu::attention_prefill(q, k, v, pad, scale, want, &want_col, ops::ComputeType::F32);
 
   Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
   Tensor dcol = cuda::device_zeros({b, h, s}, DType::F32);
   cuda::attention_prefill(cuda::to_device(q), cuda::to_device(k), cuda::to_device(v), pad, scale,
-                          dout, &dcol);
+                          dout, &dcol, ops::ComputeType::F32);
   EXPECT_LE(normalized_error(cuda::to_host(dout), want), 1e-5) << label;
   const Tensor col = cuda::to_host(dcol);
   EXPECT_LE(normalized_error(col, want_col), 1e-5) << label;
@@ -173,10 +173,10 @@ TEST(CudaScale, PrefillRowsWithSharedMemoryAbove48KiB) {
   Tensor k = random_tensor({b, s, h, d}, DType::F32, 74);
   Tensor v = random_tensor({b, s, h, d}, DType::F32, 75);
   Tensor want = Tensor::zeros({b, s, h, d}, DType::F32);
-  cpu::attention_prefill(q, k, v, pad, 0.125f, want, nullptr);
+  cpu::attention_prefill(q, k, v, pad, 0.125f, want, nullptr, ops::ComputeType::F32);
   Tensor dout = cuda::device_zeros({b, s, h, d}, DType::F32);
   cuda::attention_prefill(cuda::to_device(q), cuda::to_device(k), cuda::to_device(v), pad, 0.125f,
-                          dout, nullptr);
+                          dout, nullptr, ops::ComputeType::F32);
   EXPECT_LE(normalized_error(cuda::to_host(dout), want), 1e-5);
 }
 

@@ -298,7 +298,8 @@ struct Engine {
     std::vector<int32_t> pad(p.pad.begin(), p.pad.end());
     const float scale = 1.0f / std::sqrt(float(p.dim));
     const bool window = rule.prefill == PrefillStat::WindowPooled;
-    ops::attention_prefill(q, k, v, pad, scale, out, window ? nullptr : &colsum);
+    ops::attention_prefill(q, k, v, pad, scale, out, window ? nullptr : &colsum,
+                           ops::ComputeType::F32);
     if (window)
       ops::window_attention_scores(q, k, pad, scale, p.recent, KvRule::kWindowPool, colsum);
     kv_prefill(rule, k, v, &colsum, pad, slots);

@@ -315,7 +315,7 @@ TEST(GroupedQueryAttention, PrefillOutputAndPerKvHeadColumnSumsMatchTheFormula) 
     const Tensor v = random_f32({b, s, kvh, d}, 22);
     Tensor out = Tensor::zeros({b, s, h, d}, DType::F32);
     Tensor colsum = Tensor::zeros({b, kvh, s}, DType::F32);
-    ops::attention_prefill(q, k, v, pad, scale, out, &colsum);
+    ops::attention_prefill(q, k, v, pad, scale, out, &colsum, ops::ComputeType::F32);
     const PrefillWant want = naive_prefill(q, k, v, pad, scale);
     EXPECT_LE(max_rel_error(out, want.out), 1e-5) << "kv heads " << kvh;
     EXPECT_LE(max_rel_error(colsum, want.colsum), 1e-5) << "kv heads " << kvh;
@@ -339,7 +339,7 @@ TEST(GroupedQueryAttention, PrefillAcrossQueryBlocksMatchesTheFormula) {
     const Tensor v = random_f32({b, s, kvh, d}, 42);
     Tensor out = Tensor::zeros({b, s, h, d}, DType::F32);
     Tensor colsum = Tensor::zeros({b, kvh, s}, DType::F32);
-    ops::attention_prefill(q, k, v, pad, 0.2f, out, &colsum);
+    ops::attention_prefill(q, k, v, pad, 0.2f, out, &colsum, ops::ComputeType::F32);
     const PrefillWant want = naive_prefill(q, k, v, pad, 0.2f);
     EXPECT_LE(max_rel_error(out, want.out), 1e-5) << "kv heads " << kvh;
     EXPECT_LE(max_rel_error(colsum, want.colsum), 1e-5) << "kv heads " << kvh;
@@ -353,10 +353,11 @@ TEST(GroupedQueryAttention, PrefillEqualsMultiHeadAttentionOverRepeatedKv) {
   const Tensor v = random_f32({b, s, kvh, d}, 25);
   Tensor out = Tensor::zeros({b, s, h, d}, DType::F32),
          col = Tensor::zeros({b, kvh, s}, DType::F32);
-  ops::attention_prefill(q, k, v, pad, 0.3f, out, &col);
+  ops::attention_prefill(q, k, v, pad, 0.3f, out, &col, ops::ComputeType::F32);
   Tensor mha_out = Tensor::zeros({b, s, h, d}, DType::F32),
          mha_col = Tensor::zeros({b, h, s}, DType::F32);
-  ops::attention_prefill(q, repeat_kv(k, h), repeat_kv(v, h), pad, 0.3f, mha_out, &mha_col);
+  ops::attention_prefill(q, repeat_kv(k, h), repeat_kv(v, h), pad, 0.3f, mha_out, &mha_col,
+                         ops::ComputeType::F32);
   for (int64_t i = 0; i < out.numel(); ++i) {
     ASSERT_EQ(out.data<float>()[i], mha_out.data<float>()[i]) << i;  // the same arithmetic
   }
@@ -377,7 +378,7 @@ TEST(GroupedQueryAttention, PrefillNamesMismatchedHeads) {
   const Tensor q = random_f32({1, 4, 6, 8}, 26), k = random_f32({1, 4, 4, 8}, 27);
   Tensor out = Tensor::zeros(q.shape(), DType::F32);
   try {
-    ops::attention_prefill(q, k, k, {0}, 1.0f, out, nullptr);
+    ops::attention_prefill(q, k, k, {0}, 1.0f, out, nullptr, ops::ComputeType::F32);
     FAIL() << "6 query heads over 4 KV heads was accepted";
   } catch (const InternalError& e) {
     EXPECT_NE(std::string(e.what()).find("6 query heads are not a multiple of 4 KV heads"),
@@ -386,9 +387,13 @@ TEST(GroupedQueryAttention, PrefillNamesMismatchedHeads) {
   }
   const Tensor k2 = random_f32({1, 4, 2, 8}, 28);
   Tensor per_query_head = Tensor::zeros({1, 6, 4}, DType::F32);  // must be [1, 2, 4]
-  EXPECT_THROW(ops::attention_prefill(q, k2, k2, {0}, 1.0f, out, &per_query_head), InternalError);
+  EXPECT_THROW(
+      ops::attention_prefill(q, k2, k2, {0}, 1.0f, out, &per_query_head, ops::ComputeType::F32),
+      InternalError);
   const Tensor k_short = random_f32({1, 3, 2, 8}, 29);
-  EXPECT_THROW(ops::attention_prefill(q, k_short, k_short, {0}, 1.0f, out, nullptr), InternalError);
+  EXPECT_THROW(
+      ops::attention_prefill(q, k_short, k_short, {0}, 1.0f, out, nullptr, ops::ComputeType::F32),
+      InternalError);
 }
 
 struct DecodeCase {
