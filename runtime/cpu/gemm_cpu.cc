@@ -193,6 +193,37 @@ void* scratch_bytes(size_t n) {
   return buf.data();
 }
 
+// Rows of a k-wide input rounded to 16 bits at a time (cpu_memory_reserve.h bounds the scratch).
+int64_t input_chunk_rows(int64_t k) {
+  return std::max<int64_t>(
+      1, static_cast<int64_t>(cpu_reserve::kGemmInputChunkBytes / (2 * static_cast<uint64_t>(k))));
+}
+
+// One weight [n, k] of a 16-bit product and where its output goes (rows of stride ldo).
+struct NativePart {
+  const void* w;
+  int64_t n;
+  const float* bias;
+  float* out;
+  int64_t ldo;
+  bool relu;
+};
+
+// x · Wᵀ for every part through the library's own 16-bit kernel (x f32 [m, k], the weights in
+// `act`). Each chunk of rows of x is rounded once for all the parts (q, k and v share their
+// input); each output row depends on its own input row only.
+void native_16bit_parts(const Tensor& x, DType act, std::span<const NativePart> parts) {
+  const int64_t m = x.dim(0), k = x.dim(1), chunk = input_chunk_rows(k);
+  uint16_t* narrow = scratch16(static_cast<size_t>(std::min(chunk, m) * k));
+  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+    const int64_t mc = std::min(chunk, m - r0);
+    narrow_activations(act, x.data<float>() + r0 * k, narrow, mc * k);
+    for (const NativePart& p : parts) {
+      run_gemm(mc, k, p.n, p.ldo, act, act, narrow, p.w, p.bias, p.out + r0 * p.ldo, p.relu);
+    }
+  }
+}
+
 }  // namespace
 
 void gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda,
@@ -236,30 +267,24 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
     linear_few_rows_bf16(narrow, m, k, static_cast<const uint16_t*>(w), n, bias, out, ldo, relu);
     return;
   }
-  const bool native = library_has_half_matmul(act);
-  const float* ws = nullptr;
-  if (!native) {
-    // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit
-    // type, then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too).
-    float* wide = scratch32(static_cast<size_t>(n * k), 1);
-    widen(wt, static_cast<const uint16_t*>(w), wide, n * k);
-    ws = wide;
+  if (library_has_half_matmul(act)) {
+    const NativePart part{w, n, bias, out, ldo, relu};
+    native_16bit_parts(x, act, {&part, 1});
+    return;
   }
-  // The input is rounded and multiplied in chunks of rows (cpu_memory_reserve.h); each output
-  // row depends on its own input row only.
-  const int64_t chunk = std::max<int64_t>(
-      1, static_cast<int64_t>(cpu_reserve::kGemmInputChunkBytes / (2 * static_cast<uint64_t>(k))));
+  // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit type,
+  // then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too), in chunks of rows
+  // as native_16bit_parts.
+  float* ws = scratch32(static_cast<size_t>(n * k), 1);
+  widen(wt, static_cast<const uint16_t*>(w), ws, n * k);
+  const int64_t chunk = input_chunk_rows(k);
   uint16_t* narrow = scratch16(static_cast<size_t>(std::min(chunk, m) * k));
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t mc = std::min(chunk, m - r0);
     narrow_activations(act, x.data<float>() + r0 * k, narrow, mc * k);
-    if (native) {
-      run_gemm(mc, k, n, ldo, act, act, narrow, w, bias, out + r0 * ldo, relu);
-    } else {
-      float* xs = scratch32(static_cast<size_t>(mc * k), 0);
-      widen(act, narrow, xs, mc * k);
-      run_gemm(mc, k, n, ldo, DType::F32, DType::F32, xs, ws, bias, out + r0 * ldo, relu);
-    }
+    float* xs = scratch32(static_cast<size_t>(mc * k), 0);
+    widen(act, narrow, xs, mc * k);
+    run_gemm(mc, k, n, ldo, DType::F32, DType::F32, xs, ws, bias, out + r0 * ldo, relu);
   }
 }
 
@@ -270,7 +295,21 @@ void linear_same_input(const Tensor& x, std::span<const ops::LinearOut> parts, C
                           return p.w->dtype() == DType::BF16;
                         });
   if (!few_rows) {
-    for (const ops::LinearOut& p : parts) linear(x, *p.w, p.bias, *p.out, ct, p.relu);
+    const DType act = ops::operand_dtype(ct);
+    const bool native = ct != ComputeType::F32 && library_has_half_matmul(act) &&
+                        std::all_of(parts.begin(), parts.end(),
+                                    [act](const ops::LinearOut& p) { return p.w->dtype() == act; });
+    if (!native) {
+      for (const ops::LinearOut& p : parts) linear(x, *p.w, p.bias, *p.out, ct, p.relu);
+      return;
+    }
+    std::vector<NativePart> natives;
+    for (const ops::LinearOut& p : parts) {
+      natives.push_back({p.w->raw(), p.w->dim(0),
+                         p.bias != nullptr ? p.bias->data<float>() : nullptr, p.out->data<float>(),
+                         p.w->dim(0), p.relu});
+    }
+    native_16bit_parts(x, act, natives);
     return;
   }
   uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
