@@ -20,6 +20,7 @@
 #include "runtime/cpu/attend_slots_avx512.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/gemm_bf16.h"
+#include "runtime/cpu/prefill_head_avx512_bf16.h"
 #include "runtime/cpu/quant4_rows.h"
 #include "runtime/cpu/softmax_rows.h"
 
@@ -126,7 +127,8 @@ struct Bf16Head {
         out(static_cast<size_t>(kQueryBlock * d)) {}
 };
 
-// The same with bf16 products.
+// The same with bf16 products through the library's matmul (where prefill_head_avx512_bf16 does
+// not run).
 void prefill_head_bf16(const float* qb, const float* kb, const float* vb, float* ob, int64_t len,
                        int64_t d, int64_t q_stride, int64_t kv_stride, float scale, float* scores,
                        double* col, Bf16Head& t) {
@@ -287,8 +289,12 @@ H2OFLEX_VECTOR_CLONES void decode_head(const Tensor& q, const Tensor& k_cache,
 void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
                        const std::vector<int32_t>& pad, float scale, Tensor& out, Tensor* colsum,
                        ComputeType ct) {
-  const bool bf16 = ct == ComputeType::BF16 && gemm_has_kernel(ct);
   const int64_t b = q.dim(0), s = q.dim(1), h = q.dim(2), d = q.dim(3);
+  // Where the products run: bf16 on the AVX512-BF16 kernel, else through the library's bf16
+  // matmul, else (or for f32 and f16 compute) f32.
+  const bool bf16 = ct == ComputeType::BF16;
+  const bool bf16_avx512 = bf16 && prefill_head_avx512_bf16_takes(d);
+  const bool bf16_library = bf16 && !bf16_avx512 && gemm_has_kernel(ct);
   const int64_t kvh = k.dim(2), group = h / kvh;
   const int64_t q_stride = h * d;     // between consecutive positions of one query head
   const int64_t kv_stride = kvh * d;  // and of one KV head
@@ -299,9 +305,11 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(kQueryBlock * round_up(s, kBf16RowPad)));
-    std::vector<double> col(static_cast<size_t>(s));
+    // 16 more than the positions: the AVX512-BF16 kernel's softmax adds its rows' padding (zeros)
+    // up to a multiple of 16 (softmax_scaled_row_bf16).
+    std::vector<double> col(static_cast<size_t>(s + 16));
     std::optional<Bf16Head> bf16_head;
-    if (bf16) bf16_head.emplace(s, d);
+    if (bf16_library) bf16_head.emplace(s, d);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < b * h; ++bh) {
       const int64_t bi = bh / h, hi = bh % h, gi = hi / group;
@@ -313,7 +321,10 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
       for (int64_t i = 0; i < p0; ++i) std::fill_n(ob + i * q_stride, d, 0.0f);
       ob += p0 * q_stride;
       std::fill(col.begin(), col.end(), 0.0);
-      if (bf16) {
+      if (bf16_avx512) {
+        prefill_head_avx512_bf16(qb, kb, vb, ob, len, d, q_stride, kv_stride, scale,
+                                 col.data() + p0);
+      } else if (bf16_library) {
         prefill_head_bf16(qb, kb, vb, ob, len, d, q_stride, kv_stride, scale, scores.data(),
                           col.data() + p0, *bf16_head);
       } else {
@@ -325,7 +336,7 @@ void attention_prefill(const Tensor& q, const Tensor& k, const Tensor& v,
         float* cs = colsum->data<float>() + bh * s;
         for (int64_t j = 0; j < s; ++j) cs[j] = static_cast<float>(col[j]);
       } else {
-        std::copy(col.begin(), col.end(), head_cols.begin() + bh * s);
+        std::copy_n(col.begin(), s, head_cols.begin() + bh * s);
       }
     }
   }

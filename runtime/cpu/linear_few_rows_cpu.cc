@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/cpu/avx512_bf16.h"
 #include "runtime/cpu/lane_sums_avx512.h"
 
 namespace h2oflex::cpu {
@@ -34,8 +35,6 @@ constexpr int64_t kRowsInOnePass = 14;
 // Weight rows each half goes over in turn when the input is halved.
 constexpr int64_t kRowsPerPiece = 16;
 static_assert((kFewRowsBf16 + 1) / 2 <= kRowsInOnePass, "a half must fit one pass");
-
-#define H2OFLEX_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // One block of 32 values at t of R weight rows and M input rows into the accumulators; the
 // last block of a weight row may be short (kShort: its missing values read as zeros; the
@@ -181,10 +180,7 @@ const uint16_t* blocked_input(const uint16_t* x16, int64_t m, int64_t k,
 }  // namespace
 
 bool few_rows_bf16_available() {
-  static const bool available =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  return available;
+  return cpu_has_avx512_bf16();
 }
 
 void linear_few_rows_bf16(const uint16_t* x16, int64_t m, int64_t k,

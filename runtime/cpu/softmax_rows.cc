@@ -4,6 +4,7 @@
 #include <bit>
 #include <limits>
 
+#include "runtime/core/half.h"
 #include "runtime/core/vector_clones.h"
 
 namespace h2oflex::cpu {
@@ -75,6 +76,32 @@ H2OFLEX_VECTOR_CLONES void softmax_causal_row(float* p, int64_t valid, int64_t n
   if (col == nullptr) return;
 #pragma omp simd
   for (int64_t j = 0; j < valid; ++j) col[j] += p[j];
+}
+
+H2OFLEX_VECTOR_CLONES void softmax_scaled_row_bf16(float* s, int64_t valid, int64_t n, float scale,
+                                                   double* col, uint16_t* p16) {
+  // The loops run to a multiple of 16 values, the padding scored -inf (its exponential is 0), so
+  // the vectorised loops never fall into their scalar remainders: with rows of a few hundred
+  // values those remainders, the exponential's above all, took as long as the vector bodies.
+  const int64_t width = (valid + 15) / 16 * 16;
+  std::fill(s + valid, s + width, -std::numeric_limits<float>::infinity());
+  float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 0; j < width; ++j) mx = s[j] * scale > mx ? s[j] * scale : mx;
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < width; ++j) {
+    s[j] = exp_inline(s[j] * scale - mx);
+    sum += s[j];
+  }
+  const float inv = 1.0f / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < width; ++j) {
+    const float p = s[j] * inv;
+    col[j] += p;
+    p16[j] = f32_to_bf16(p);
+  }
+  std::fill(p16 + width, p16 + n, uint16_t{0});
 }
 
 }  // namespace h2oflex::cpu

@@ -25,4 +25,14 @@ float exp_shifted_sum(float* p, int64_t n, float shift);
 // column sums H2O keeps).
 void softmax_causal_row(float* p, int64_t valid, int64_t n, double* col);
 
+// The bf16 prefill's softmax of one query's raw scores s (scale not yet applied): the first
+// `valid` of `n` become P[j] = e^(scale s[j] - max) / Σ in f32 (s keeps the exponentials),
+// col[j] += P[j], and p16 receives P rounded to bf16, zeros from valid to n. The row is taken in
+// whole blocks of 16: s and p16 hold n >= valid rounded up to 16 values, col as many (the
+// padding's 0 is added there too). One pass each for the maximum, the exponentials and the
+// rest: the separate scaling, normalising, column-sum and rounding passes cost as much as the
+// products they sit between.
+void softmax_scaled_row_bf16(float* s, int64_t valid, int64_t n, float scale, double* col,
+                             uint16_t* p16);
+
 }  // namespace h2oflex::cpu

@@ -29,7 +29,8 @@ double round_bf16(double x) {
 
 struct Want {
   std::vector<double> out, colsum;
-  std::vector<double> bound;  // per output value: Σ_j p_j |v_j|, what a probability's rounding scales
+  std::vector<double>
+      bound;  // per output value: Σ_j p_j |v_j|, what a probability's rounding scales
 };
 
 Want reference(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<int32_t>& pad,
@@ -91,11 +92,12 @@ double max_rel_error(const Tensor& got, const std::vector<double>& want) {
 }
 
 // Several blocks of queries, pads that end inside a block, a sequence that is all padding but its
-// last position, grouped and plain heads, and the head sizes of OPT, LLaMA and a small model.
+// last position, grouped and plain heads. Head sizes 64 and 128 take the AVX512-BF16 kernel on a
+// CPU that has it (prefill_head_avx512_bf16.cc), 16 and 32 the library's bf16 matmul.
 TEST(AttentionPrefillBf16, RoundsInputsAndProbabilitiesAndKeepsF32ColumnSums) {
   const int64_t b = 3, s = 150, h = 4;
   const std::vector<int32_t> pad = {0, 21, 149};
-  for (const int64_t d : {16, 64, 128}) {
+  for (const int64_t d : {16, 32, 64, 128}) {
     for (const int64_t kvh : {4, 2}) {
       const Tensor q = normal_f32({b, s, h, d}, 60), k = normal_f32({b, s, kvh, d}, 61);
       const Tensor v = normal_f32({b, s, kvh, d}, 62);
