@@ -79,14 +79,12 @@ const Gemm& get_gemm(int64_t m, int64_t k, int64_t n, int64_t ldo, DType act, DT
   return cache.emplace(key, std::move(g)).first->second;
 }
 
-// Per-thread scratch reused across calls (activations converted to 16-bit, weights widened).
-uint16_t* scratch16(size_t n) {
-  thread_local std::vector<uint16_t> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
-}
-float* scratch32(size_t n, int which = 0) {
-  thread_local std::vector<float> buf[2];
+// Per-thread scratch reused across calls, at least n values of T (activations converted to
+// 16-bit, weights widened, the library's scratch memory); `which` keeps apart two buffers of one
+// type in use at once.
+template <typename T>
+T* thread_scratch(size_t n, int which = 0) {
+  thread_local std::vector<T> buf[2];
   if (buf[which].size() < n) buf[which].resize(n);
   return buf[which].data();
 }
@@ -176,7 +174,7 @@ const Gemm& get_small_gemm(const SmallKey& key) {
   g.wei = memory::desc({k, n}, memory::data_type::bf16, memory::dims{b_row, b_col});
   g.dst = memory::desc({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
   // Threads run the same shape at once, and a primitive's own scratch memory (where it packs an
-  // operand) is not safe to share: each thread gives its own (scratch_bytes).
+  // operand) is not safe to share: each thread gives its own (thread_scratch).
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(g.src, g.wei, g.dst), attr,
@@ -184,13 +182,6 @@ const Gemm& get_small_gemm(const SmallKey& key) {
   g.scratchpad = pd.scratchpad_desc();
   g.prim = dnnl::matmul(pd);
   return cache.emplace(key, std::move(g)).first->second;
-}
-
-// This thread's scratch memory for the library, at least `n` bytes.
-void* scratch_bytes(size_t n) {
-  thread_local std::vector<uint8_t> buf;
-  if (buf.size() < n) buf.resize(n);
-  return buf.data();
 }
 
 // Rows of a k-wide input rounded to 16 bits at a time (cpu_memory_reserve.h bounds the scratch).
@@ -214,7 +205,7 @@ struct NativePart {
 // input); each output row depends on its own input row only.
 void native_16bit_parts(const Tensor& x, DType act, std::span<const NativePart> parts) {
   const int64_t m = x.dim(0), k = x.dim(1), chunk = input_chunk_rows(k);
-  uint16_t* narrow = scratch16(static_cast<size_t>(std::min(chunk, m) * k));
+  uint16_t* narrow = thread_scratch<uint16_t>(static_cast<size_t>(std::min(chunk, m) * k));
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t mc = std::min(chunk, m - r0);
     narrow_activations(act, x.data<float>() + r0 * k, narrow, mc * k);
@@ -231,11 +222,12 @@ void gemm_bf16_f32(int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t l
   const Gemm& g = get_small_gemm({m, n, k, lda, b_row, b_col, ldc});
   const dnnl::engine& eng = cpu_engine();
   dnnl::stream& stream = thread_stream();
-  g.prim.execute(stream, {{DNNL_ARG_SRC, memory(g.src, eng, const_cast<uint16_t*>(a))},
-                          {DNNL_ARG_WEIGHTS, memory(g.wei, eng, const_cast<uint16_t*>(b))},
-                          {DNNL_ARG_DST, memory(g.dst, eng, c)},
-                          {DNNL_ARG_SCRATCHPAD,
-                           memory(g.scratchpad, eng, scratch_bytes(g.scratchpad.get_size()))}});
+  g.prim.execute(stream,
+                 {{DNNL_ARG_SRC, memory(g.src, eng, const_cast<uint16_t*>(a))},
+                  {DNNL_ARG_WEIGHTS, memory(g.wei, eng, const_cast<uint16_t*>(b))},
+                  {DNNL_ARG_DST, memory(g.dst, eng, c)},
+                  {DNNL_ARG_SCRATCHPAD,
+                   memory(g.scratchpad, eng, thread_scratch<uint8_t>(g.scratchpad.get_size()))}});
   stream.wait();
 }
 
@@ -250,7 +242,7 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
   if (ct == ComputeType::F32) {
     const void* wei = w;
     if (wt != DType::F32) {  // widen 16-bit weights (slow path: store weights in f32 instead)
-      float* wide = scratch32(static_cast<size_t>(n * k));
+      float* wide = thread_scratch<float>(static_cast<size_t>(n * k));
       widen(wt, static_cast<const uint16_t*>(w), wide, n * k);
       wei = wide;
     }
@@ -262,7 +254,7 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
                 " weights, got ", dtype_name(wt));
   if (act == DType::BF16 && m <= kFewRowsBf16 && few_rows_bf16_available()) {
     // A decode step's few rows: bound by the weights' bytes (linear_few_rows.h).
-    uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
+    uint16_t* narrow = thread_scratch<uint16_t>(static_cast<size_t>(m * k));
     narrow_activations(act, x.data<float>(), narrow, m * k);
     linear_few_rows_bf16(narrow, m, k, static_cast<const uint16_t*>(w), n, bias, out, ldo, relu);
     return;
@@ -275,14 +267,14 @@ void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const floa
   // The same arithmetic without the library's 16-bit kernel: inputs rounded to the 16-bit type,
   // then widened, and an f32 GEMM (the 16-bit kernels accumulate in f32 too), in chunks of rows
   // as native_16bit_parts.
-  float* ws = scratch32(static_cast<size_t>(n * k), 1);
+  float* ws = thread_scratch<float>(static_cast<size_t>(n * k), 1);
   widen(wt, static_cast<const uint16_t*>(w), ws, n * k);
   const int64_t chunk = input_chunk_rows(k);
-  uint16_t* narrow = scratch16(static_cast<size_t>(std::min(chunk, m) * k));
+  uint16_t* narrow = thread_scratch<uint16_t>(static_cast<size_t>(std::min(chunk, m) * k));
   for (int64_t r0 = 0; r0 < m; r0 += chunk) {
     const int64_t mc = std::min(chunk, m - r0);
     narrow_activations(act, x.data<float>() + r0 * k, narrow, mc * k);
-    float* xs = scratch32(static_cast<size_t>(mc * k), 0);
+    float* xs = thread_scratch<float>(static_cast<size_t>(mc * k), 0);
     widen(act, narrow, xs, mc * k);
     run_gemm(mc, k, n, ldo, DType::F32, DType::F32, xs, ws, bias, out + r0 * ldo, relu);
   }
@@ -312,7 +304,7 @@ void linear_same_input(const Tensor& x, std::span<const ops::LinearOut> parts, C
     native_16bit_parts(x, act, natives);
     return;
   }
-  uint16_t* narrow = scratch16(static_cast<size_t>(m * k));
+  uint16_t* narrow = thread_scratch<uint16_t>(static_cast<size_t>(m * k));
   narrow_activations(DType::BF16, x.data<float>(), narrow, m * k);
   std::vector<FewRowsProduct> products;
   for (const ops::LinearOut& p : parts) {
