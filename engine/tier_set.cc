@@ -30,6 +30,10 @@ const char* pipeline_device_name(PipelineDevice d) {
   return "?";
 }
 
+std::string disk_path_or_default(const std::string& configured) {
+  return configured.empty() ? std::filesystem::temp_directory_path().string() : configured;
+}
+
 TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
                  const policy::HardwareLimits& lim)
     : separate_(device != PipelineDevice::Cpu),
@@ -65,7 +69,7 @@ TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
   disk_path_ = lim.disk_path;
   if (plan.on(TierKind::Disk) > 0) {
     if (disk_path_.empty()) {
-      disk_path_ = std::filesystem::temp_directory_path().string();
+      disk_path_ = disk_path_or_default(disk_path_);
       std::fprintf(stderr, "disk tier: hardware.disk_path not set, using %s\n", disk_path_.c_str());
     }
     disk_ = std::make_unique<DiskTier>(disk_path_, budget_or_unlimited(lim.disk_mem));

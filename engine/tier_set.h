@@ -16,6 +16,10 @@
 
 namespace h2oflex {
 
+// The directory the disk tier uses: `configured` (hardware.disk_path), else the system's
+// temporary directory.
+std::string disk_path_or_default(const std::string& configured);
+
 class TierSet {
  public:
   // Budgets of 0 in `limits` are unlimited. A plan with disk bytes and no disk_path uses the

@@ -12,11 +12,16 @@
 #include <sstream>
 
 #include "engine/compute_device.h"
+#include "engine/model_footprint.h"
+#include "engine/model_layout.h"
+#include "engine/tier_set.h"
+#include "experiments/model_source.h"
 #include "experiments/peer_run.h"
 #include "experiments/plan_command.h"
 #include "experiments/run_config.h"
 #include "policy/kv_policy.h"
 #include "runtime/core/byte_size.h"
+#include "runtime/ops/compute_choice.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
@@ -60,7 +65,7 @@ YAML::Node policy_node(const policy::Policy& p) {
 
 double free_disk_bytes(const std::string& dir) {
   struct statvfs st;
-  if (statvfs(dir.empty() ? "." : dir.c_str(), &st) != 0) return -1;
+  if (statvfs(dir.c_str(), &st) != 0) return -1;
   return static_cast<double>(st.f_bavail) * st.f_frsize;
 }
 
@@ -140,18 +145,48 @@ std::optional<bool> ResultRow::within_band() const {
   return std::fabs(*r - 1) <= *row->band + 1e-12;
 }
 
+uint64_t reusable_layout_bytes(const YAML::Node& config, const std::string& disk_path,
+                               bool compress) {
+  namespace fs = std::filesystem;
+  std::vector<DType> types;
+  ModelSource src;
+  try {
+    const RunConfig rc = parse_run_config(config, "suite row");
+    if (auto ct = ops::parse_compute_dtype(rc.compute_dtype, "compute_dtype")) {
+      types = {matrix_dtype_for(*ct)};
+    } else {  // auto: chosen by measuring, when the run starts
+      types = {DType::BF16, DType::F32, DType::F16};
+    }
+    src = open_model_source(rc.model, rc.dummy, rc.seed);
+  } catch (const std::exception&) {
+    return 0;  // the run itself reports what is wrong with the row
+  }
+  uint64_t largest = 0;
+  for (DType t : types) {
+    const fs::path data =
+        fs::path(model_layout_dir(disk_path_or_default(disk_path), src.key, t, compress)) /
+        WeightLayout::kDataFile;
+    std::error_code ec;
+    const uint64_t bytes = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;
+    if (!ec) largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
 std::string machine_skip_reason(const policy::HardwareProfile& hw, const policy::CostEstimate* e,
-                                const policy::HardwareLimits& limits) {
+                                const policy::HardwareLimits& limits, uint64_t reusable_disk) {
   std::string no_gpu;
   if (hw.compute_device == policy::ComputeDevice::Gpu && !cuda_compute_available(&no_gpu)) {
     // Measured on the CPU, a GPU profile's row would be a CPU number under a GPU label.
     return "profile '" + hw.name + "' computes on a GPU; " + no_gpu;
   }
   if (!e) return "";
-  const double free_disk = free_disk_bytes(limits.disk_path);
-  if (e->peak.disk > 0 && free_disk >= 0 && e->peak.disk > free_disk) {
-    return "needs ~" + format_bytes(e->peak.disk) + " on disk, " + format_bytes(free_disk) +
-           " free at " + (limits.disk_path.empty() ? "." : limits.disk_path);
+  const std::string disk_path = disk_path_or_default(limits.disk_path);
+  const double free_disk = free_disk_bytes(disk_path);
+  const double new_disk = e->peak.disk - static_cast<double>(reusable_disk);
+  if (new_disk > 0 && free_disk >= 0 && new_disk > free_disk) {
+    return "needs ~" + format_bytes(e->peak.disk) + " on disk (" + format_bytes(new_disk) +
+           " new), " + format_bytes(free_disk) + " free at " + disk_path;
   }
   const double ram = physical_ram_bytes();
   const double in_ram =
@@ -247,7 +282,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     }
     if (!predict_only && row.measure) {
       const std::string skip =
-          machine_skip_reason(hw, rr.estimate ? &*rr.estimate : nullptr, limits);
+          machine_skip_reason(hw, rr.estimate ? &*rr.estimate : nullptr, limits,
+                              reusable_layout_bytes(config, limits.disk_path, pol.compress_weight));
       if (!skip.empty()) {
         rr.note = "not run: " + skip;
       } else if (!measure) {
