@@ -21,8 +21,8 @@
 #include "experiments/run_config.h"
 #include "policy/kv_policy.h"
 #include "runtime/core/byte_size.h"
-#include "runtime/ops/compute_choice.h"
 #include "runtime/core/error.h"
+#include "runtime/ops/compute_choice.h"
 
 namespace h2oflex {
 

@@ -1,8 +1,9 @@
 #include "runtime/core/half.h"
 
-#include "runtime/core/vector_clones.h"
-
+#include <algorithm>
 #include <cmath>
+
+#include "runtime/core/vector_clones.h"
 
 namespace h2oflex {
 
@@ -65,6 +66,14 @@ void convert_bf16_to_f32(const uint16_t* src, float* dst, size_t n) {
 H2OFLEX_VECTOR_CLONES void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n) {
 #pragma omp simd
   for (size_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+void convert_rows_f32_to_bf16(const float* src, int64_t stride, int64_t rows, int64_t padded,
+                              int64_t d, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    convert_f32_to_bf16(src + r * stride, dst + r * d, static_cast<size_t>(d));
+  }
+  std::fill(dst + rows * d, dst + padded * d, uint16_t{0});
 }
 
 void convert_f16_to_f32(const uint16_t* src, float* dst, size_t n) {

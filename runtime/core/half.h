@@ -32,4 +32,10 @@ void convert_f32_to_bf16(const float* src, uint16_t* dst, size_t n);
 void convert_f16_to_f32(const uint16_t* src, float* dst, size_t n);
 void convert_f32_to_f16(const float* src, uint16_t* dst, size_t n);
 
+// `rows` rows of d f32 values (row stride `stride`) rounded to bf16 into dst (row stride d), then
+// zero rows up to `padded`: the padding of a tile-shaped operand (a zero key scores 0, a zero
+// value adds nothing, never NaN).
+void convert_rows_f32_to_bf16(const float* src, int64_t stride, int64_t rows, int64_t padded,
+                              int64_t d, uint16_t* dst);
+
 }  // namespace h2oflex

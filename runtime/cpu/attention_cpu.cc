@@ -105,16 +105,6 @@ int64_t round_up(int64_t n, int64_t m) {
   return (n + m - 1) / m * m;
 }
 
-// `rows` rows of d values (row stride `stride`) rounded to bf16 into dst (row stride d), then
-// zero rows up to `padded`: a zero key scores 0 and a zero value adds nothing, never NaN.
-void round_head_rows(const float* src, int64_t stride, int64_t rows, int64_t padded, int64_t d,
-                     uint16_t* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    convert_f32_to_bf16(src + r * stride, dst + r * d, static_cast<size_t>(d));
-  }
-  std::fill(dst + rows * d, dst + padded * d, uint16_t{0});
-}
-
 // One thread's buffers for the bf16 products of a head of up to `s` positions.
 struct Bf16Head {
   std::vector<uint16_t> q, k, v, p;  // the head's rows, the block's probabilities
@@ -133,9 +123,9 @@ void prefill_head_bf16(const float* qb, const float* kb, const float* vb, float*
                        int64_t d, int64_t q_stride, int64_t kv_stride, float scale, float* scores,
                        double* col, Bf16Head& t) {
   const int64_t padded = round_up(len, kBf16RowPad);
-  round_head_rows(qb, q_stride, len, padded, d, t.q.data());
-  round_head_rows(kb, kv_stride, len, padded, d, t.k.data());
-  round_head_rows(vb, kv_stride, len, padded, d, t.v.data());
+  convert_rows_f32_to_bf16(qb, q_stride, len, padded, d, t.q.data());
+  convert_rows_f32_to_bf16(kb, kv_stride, len, padded, d, t.k.data());
+  convert_rows_f32_to_bf16(vb, kv_stride, len, padded, d, t.v.data());
   for (int64_t i0 = 0; i0 < len; i0 += kQueryBlock) {
     const int64_t rows = std::min(kQueryBlock, len - i0);
     const int64_t padded_rows = round_up(rows, kBf16RowPad), keys = i0 + padded_rows;

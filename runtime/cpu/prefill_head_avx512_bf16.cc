@@ -53,16 +53,6 @@ uint32_t load_pair(const uint16_t* at) {
   return pair;
 }
 
-// Rounds `len` rows of d values (row stride `stride`) to bf16 into dst [padded][d], zero rows
-// after them: zero keys score 0 and zero values add nothing (never NaN).
-void round_rows(const float* src, int64_t stride, int64_t len, int64_t padded, int64_t d,
-                uint16_t* dst) {
-  for (int64_t r = 0; r < len; ++r) {
-    convert_f32_to_bf16(src + r * stride, dst + r * d, static_cast<size_t>(d));
-  }
-  std::fill(dst + len * d, dst + padded * d, uint16_t{0});
-}
-
 void pack(const float* q, const float* k, const float* v, int64_t len, int64_t d, int64_t q_stride,
           int64_t kv_stride, Packed& t) {
   t.len = len;
@@ -76,15 +66,15 @@ void pack(const float* q, const float* k, const float* v, int64_t len, int64_t d
   t.row16.resize(static_cast<size_t>(t.keys * d));
   t.scores.resize(static_cast<size_t>(kRows * t.keys));
   t.p.resize(t.scores.size());
-  round_rows(q, q_stride, len, t.rows, d, t.q.data());
+  convert_rows_f32_to_bf16(q, q_stride, len, t.rows, d, t.q.data());
   // K: each key's row of pairs becomes a column.
-  round_rows(k, kv_stride, len, t.keys, d, t.row16.data());
+  convert_rows_f32_to_bf16(k, kv_stride, len, t.keys, d, t.row16.data());
   for (int64_t j = 0; j < t.keys; ++j) {
     const uint16_t* row = t.row16.data() + j * d;
     for (int64_t p = 0; p < pairs; ++p) t.k[p * t.keys + j] = load_pair(row + 2 * p);
   }
   // V: rows 2j and 2j + 1 interleaved.
-  round_rows(v, kv_stride, len, t.keys, d, t.row16.data());
+  convert_rows_f32_to_bf16(v, kv_stride, len, t.keys, d, t.row16.data());
   for (int64_t jp = 0; jp < t.keys / 2; ++jp) {
     const uint16_t* even = t.row16.data() + 2 * jp * d;
     const uint16_t* odd = even + d;
