@@ -13,6 +13,10 @@ void wait_all(std::vector<TransferHandle>& handles) {
 
 }  // namespace
 
+void ScheduleHooks::wait_kv_load(int, int, std::vector<TransferHandle>& handles) {
+  wait_all(handles);
+}
+
 KvPrefetch run_step(ScheduleHooks& hooks, const StepShape& s, KvPrefetch carried) {
   const StageUnits& u = s.units;
   const bool decode = !s.prefill;
@@ -33,17 +37,18 @@ KvPrefetch run_step(ScheduleHooks& hooks, const StepShape& s, KvPrefetch carried
     for (int i = 0; i < s.batches; ++i) {
       const int batch = s.first_batch + i;
       const int buf = visit_buffer(unit, i, s.batches);
-      if (u.is_layer(unit)) {
-        if (decode && cload.empty()) cload = hooks.load_kv(unit, batch, buf);
-        wait_all(cload);
-      }
+      const bool layer = u.is_layer(unit);
+      // Outside a layer, a load already queued is the next visit's (carried from the last step).
+      const bool next_queued = !layer && !cload.empty();
+      if (layer && decode && cload.empty()) cload = hooks.load_kv(unit, batch, buf);
       const int next_unit = i + 1 < s.batches ? unit : unit + 1;
       const int next_batch = s.first_batch + (i + 1 < s.batches ? i + 1 : 0);
-      // The next visit's KV goes to the other buffer while this one computes: queued before the
-      // compute starts (behind that buffer's pending store), so the copy overlaps all of it.
+      // The next visit's KV goes to the other buffer while this one computes: queued before this
+      // visit's own load is waited for (behind that buffer's pending store, which the visit before
+      // queued), so the copy follows this one's without a gap and overlaps all of this compute.
+      std::vector<TransferHandle> cnext;
       if (s.overlap && decode && next_unit <= u.last_unit && u.is_layer(next_unit)) {
-        // (Unless the previous step queued it: then it is already in flight.)
-        if (cload.empty()) cload = hooks.load_kv(next_unit, next_batch, 1 - buf);
+        if (!next_queued) cnext = hooks.load_kv(next_unit, next_batch, 1 - buf);
       } else if (s.overlap && decode && unit == u.last_layer && i + 1 == s.batches &&
                  s.next_decode_first_batch.has_value() &&
                  visit_buffer(u.first_layer, 0, s.batches) != buf) {
@@ -52,8 +57,10 @@ KvPrefetch run_step(ScheduleHooks& hooks, const StepShape& s, KvPrefetch carried
         next.buf = 1 - buf;
         next.handles = hooks.load_kv(next.unit, next.batch, next.buf);
       }
+      if (layer) hooks.wait_kv_load(unit, batch, cload);
       hooks.compute(unit, batch, buf);
       if (!s.overlap) hooks.wait_kv_stores();
+      if (!next_queued) cload = std::move(cnext);
     }
     if (!s.overlap && unit < u.last_unit) wnext = hooks.prefetch_weights(unit + 1);
     hooks.unit_done(unit);

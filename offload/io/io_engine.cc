@@ -152,6 +152,7 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
   const uint64_t offset = segments.front().offset;  // for messages and read_upto's result
   std::lock_guard lock(mutex_);
   std::lock_guard regions_lock(regions_mutex_);
+  ++submissions_;
 
   // One slot per request in flight; user_data is the slot index.
   struct Slot {

@@ -92,6 +92,9 @@ class IoEngine {
   void set_fault_hook(std::shared_ptr<IoFaultHook> hook);
   const IoEngineOptions& options() const { return options_; }
   uint64_t requests_submitted() const { return sequence_; }
+  // Calls that moved bytes (read, write, read_scattered, ...): each drains its requests before
+  // returning, so the device runs dry between two of them.
+  uint64_t submissions() const { return submissions_; }
   // The priority class requests carry now (0 once the kernel refused the one asked for).
   int ioprio_class() const { return ioprio_class_; }
   uint64_t fixed_requests_submitted() const { return fixed_requests_; }
@@ -116,6 +119,7 @@ class IoEngine {
   bool fixed_table_ = false;
   std::shared_ptr<IoFaultHook> hook_;
   uint64_t sequence_ = 0;
+  uint64_t submissions_ = 0;
   uint64_t fixed_requests_ = 0;
   int ioprio_class_ = 0;
 };

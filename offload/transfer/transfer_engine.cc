@@ -72,9 +72,8 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options
     // time. Loads are not slowed: the stores' bytes are a few per cent of theirs.
     if (static_cast<QueueId>(i) == QueueId::CacheStore) io.ioprio_class = kIoprioClassRealTime;
     // The class only orders requests still in the kernel's scheduler; a store still waits for
-    // the loads the device already holds. Capping those bytes keeps that wait near a
-    // millisecond and costs a full cache's loads nothing measurable (README, "The KV cache
-    // and H2O").
+    // the loads the device already holds. Capping those bytes keeps that wait to a few
+    // milliseconds (kCacheLoadInFlightBytes).
     if (static_cast<QueueId>(i) == QueueId::CacheLoad) {
       io.max_in_flight_bytes = kCacheLoadInFlightBytes;
     }
@@ -222,18 +221,48 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
   const auto disk_at = [&](const ByteSpan& s) { return disk.offset + (read ? s.src : s.dst); };
   const auto mem_at = [&](const ByteSpan& s) { return read ? s.dst : s.src; };
 
-  // Spans direct I/O moves as they are, gathered until a staged run must go first (order).
+  // Spans direct I/O moves as they are, gathered into one submission. A read run that must be
+  // staged (a KV log's records) joins it too, as the aligned window of the disk around it read
+  // into the staging area, and its spans are copied out once the submission is in: a load reads
+  // a cache's base and its log without the device running dry between them (each separate
+  // submission drains the requests in flight before the next starts). Spans apply in order: a
+  // direct span after a staged run waits for that run to be copied out.
+  struct StagedRun {
+    size_t first, last;  // spans [first, last)
+    size_t at;           // where the first span's bytes are in the staging area
+  };
   std::vector<IoSegment> direct;
-  const auto flush = [&] {
-    if (direct.empty()) return;
-    if (read) {
-      lane.io->read_scattered(file, direct);
-    } else {
-      lane.io->write_scattered(file, direct);
+  std::vector<StagedRun> staged;
+  size_t staging_used = 0;
+  const auto copy_out = [&](const StagedRun& r) {
+    size_t at = r.at;
+    for (size_t k = r.first; k < r.last; ++k) {
+      char* to = static_cast<char*>(mem.ptr) + mem_at(spans[k]);
+      if (mem.host_addressable()) {
+        std::memcpy(to, staging + at, spans[k].length);
+      } else {
+        mem.memory->copy_from_host(to, staging + at, spans[k].length);
+      }
+      at += spans[k].length;
     }
-    direct.clear();
+  };
+  const auto flush = [&] {
+    if (!direct.empty()) {
+      if (read) {
+        lane.io->read_scattered(file, direct);
+      } else {
+        lane.io->write_scattered(file, direct);
+      }
+      direct.clear();
+    }
+    for (const StagedRun& r : staged) copy_out(r);
+    staged.clear();
+    staging_used = 0;
   };
   const size_t oa = file.offset_align(), ma = file.mem_align();
+  // Windows are whole blocks at both ends: a run leaves room for them in the staging area.
+  const size_t run_limit = half - 2 * oa;
+  const uint64_t file_size = read && file.is_direct() ? file.size() : 0;
   size_t i = 0;
   while (i < spans.size()) {
     const ByteSpan& s = spans[i];
@@ -244,6 +273,7 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
     char* mem_ptr = mem.host_addressable() ? static_cast<char*>(mem.ptr) + mem_at(s) : nullptr;
     if (mem_ptr != nullptr && file.is_direct() && disk_at(s) % oa == 0 && s.length % oa == 0 &&
         reinterpret_cast<uintptr_t>(mem_ptr) % ma == 0) {
+      if (!staged.empty()) flush();
       direct.push_back(IoSegment{disk_at(s), mem_ptr, static_cast<size_t>(s.length)});
       ++i;
       continue;
@@ -252,9 +282,24 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
     // staging area holds, moved as one request.
     size_t j = i;
     uint64_t run = 0;
-    while (j < spans.size() && run + spans[j].length <= half &&
+    while (j < spans.size() && run + spans[j].length <= run_limit &&
            disk_at(spans[j]) == disk_at(s) + run) {
       run += spans[j++].length;
+    }
+    // A read's window joins the submission where the file holds all of it (a direct read past
+    // the end comes back short).
+    const uint64_t window = disk_at(s) / oa * oa;
+    const uint64_t window_end = (disk_at(s) + run + oa - 1) / oa * oa;
+    if (j > i && read && file.is_direct() && window_end <= file_size) {
+      const size_t at = (staging_used + ma - 1) / ma * ma;
+      if (at + (window_end - window) > half) flush();
+      const size_t place = (staging_used + ma - 1) / ma * ma;
+      direct.push_back(
+          IoSegment{window, staging + place, static_cast<size_t>(window_end - window)});
+      staged.push_back(StagedRun{i, j, place + static_cast<size_t>(disk_at(s) - window)});
+      staging_used = place + static_cast<size_t>(window_end - window);
+      i = j;
+      continue;
     }
     flush();
     if (j == i) {  // larger than the staging area: on its own
@@ -264,16 +309,7 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
     }
     if (read) {
       read_range(*lane.io, file, disk_at(s), staging, run, edges);
-      uint64_t at = 0;
-      for (size_t k = i; k < j; ++k) {
-        char* to = static_cast<char*>(mem.ptr) + mem_at(spans[k]);
-        if (mem.host_addressable()) {
-          std::memcpy(to, staging + at, spans[k].length);
-        } else {
-          mem.memory->copy_from_host(to, staging + at, spans[k].length);
-        }
-        at += spans[k].length;
-      }
+      copy_out(StagedRun{i, j, 0});
     } else {
       if (mem.host_addressable()) {
         uint64_t at = 0;
@@ -505,6 +541,10 @@ void TransferEngine::reset_counters() {
 
 const IoEngineOptions& TransferEngine::io_options(QueueId queue) const {
   return queues_[static_cast<size_t>(queue)]->io->options();
+}
+
+uint64_t TransferEngine::io_submissions(QueueId queue) const {
+  return queues_[static_cast<size_t>(queue)]->io->submissions();
 }
 
 double TransferEngine::busy_seconds(QueueId queue) const {

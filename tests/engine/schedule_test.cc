@@ -1,6 +1,7 @@
-// The block schedule's order of hooks: every decode visit's KV load is queued before the compute
-// of the visit before it starts (so the copy overlaps that whole compute), weights are fetched
-// once per unit, and without overlap nothing is queued ahead.
+// The block schedule's order of hooks: every decode visit's KV load is queued before the visit
+// before it waits for its own load (so the load queue never waits for this thread between them,
+// and the copy overlaps that visit's whole compute), weights are fetched once per unit, and
+// without overlap nothing is queued ahead.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,6 +22,11 @@ class Recorder final : public ScheduleHooks {
   std::vector<TransferHandle> load_kv(int unit, int batch, int buf) override {
     events.push_back("load " + visit(unit, batch) + " buf " + std::to_string(buf));
     return {TransferHandle{}};  // a load in flight (an empty handle counts as done)
+  }
+  void wait_kv_load(int unit, int batch, std::vector<TransferHandle>& handles) override {
+    events.push_back("wait " + visit(unit, batch) + " (" + std::to_string(handles.size()) +
+                     " handles)");
+    handles.clear();
   }
   void compute(int unit, int batch, int buf) override {
     events.push_back("compute " + visit(unit, batch) + " buf " + std::to_string(buf));
@@ -66,8 +72,14 @@ TEST(Schedule, NextVisitsKvLoadIsQueuedBeforeThisVisitComputes) {
   EXPECT_LT(r.at("load 1/1 buf 1"), r.at("compute 1/0 buf 0"));
   EXPECT_LT(r.at("load 2/0 buf 0"), r.at("compute 1/1 buf 1"));
   EXPECT_LT(r.at("load 2/1 buf 1"), r.at("compute 2/0 buf 0"));
-  // ... and only after the visit before it was computed, whose buffer it does not touch.
+  // ... and before the visit before it waits for its own load, so the two are queued back to back;
+  EXPECT_LT(r.at("load 1/1 buf 1"), r.at("wait 1/0 (1 handles)"));
+  EXPECT_LT(r.at("load 2/0 buf 0"), r.at("wait 1/1 (1 handles)"));
+  EXPECT_LT(r.at("load 2/1 buf 1"), r.at("wait 2/0 (1 handles)"));
+  EXPECT_LT(r.at("wait 2/1 (1 handles)"), r.at("compute 2/1 buf 1"));
+  // ... but only after the visit that last used its buffer was computed.
   EXPECT_GT(r.at("load 2/0 buf 0"), r.at("compute 1/0 buf 0"));
+  EXPECT_GT(r.at("load 2/1 buf 1"), r.at("compute 1/1 buf 1"));
   // The last unit's (the head's) visits load nothing; each unit's weights are fetched once.
   for (const std::string& e : r.events) EXPECT_EQ(e.find("load 3/"), std::string::npos) << e;
   for (int u = 0; u <= 3; ++u) EXPECT_LT(r.at("weights " + std::to_string(u)), r.events.size());
@@ -82,6 +94,7 @@ TEST(Schedule, WithoutOverlapEachLoadFollowsThePreviousCompute) {
   run_step(r, decode_shape(/*overlap=*/false));
   EXPECT_GT(r.at("load 1/1 buf 1"), r.at("compute 1/0 buf 0"));
   EXPECT_GT(r.at("load 2/0 buf 0"), r.at("compute 1/1 buf 1"));
+  EXPECT_GT(r.at("wait 1/1 (1 handles)"), r.at("load 1/1 buf 1"));
 }
 
 TEST(Schedule, NextDecodeStepsFirstLoadIsQueuedBeforeTheLastVisitComputes) {
@@ -96,6 +109,7 @@ TEST(Schedule, NextDecodeStepsFirstLoadIsQueuedBeforeTheLastVisitComputes) {
   EXPECT_EQ(next.batch, 0);
   EXPECT_EQ(next.buf, 0);
   EXPECT_LT(r.last_at("load 1/0 buf 0"), r.at("compute 2/1 buf 1"));
+  EXPECT_LT(r.last_at("load 1/0 buf 0"), r.at("wait 2/1 (1 handles)"));
   EXPECT_GT(r.last_at("load 1/0 buf 0"), r.at("compute 2/0 buf 0"));
 
   // The next step starts with that load in flight: it does not load the visit again.
@@ -103,7 +117,8 @@ TEST(Schedule, NextDecodeStepsFirstLoadIsQueuedBeforeTheLastVisitComputes) {
   s.next_decode_first_batch.reset();
   EXPECT_TRUE(run_step(r2, s, std::move(next)).empty());
   for (const std::string& e : r2.events) EXPECT_NE(e, "load 1/0 buf 0");
-  EXPECT_LT(r2.at("load 1/1 buf 1"), r2.at("compute 1/0 buf 0"));
+  EXPECT_LT(r2.at("wait 1/0 (1 handles)"), r2.at("compute 1/0 buf 0"));  // the carried load
+  EXPECT_LT(r2.at("load 1/1 buf 1"), r2.at("wait 1/0 (1 handles)"));
 }
 
 TEST(Schedule, NoNextStepLoadIntoTheBufferTheLastVisitComputesIn) {

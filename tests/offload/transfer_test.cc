@@ -340,8 +340,9 @@ TEST(TransferEngine, ScatteredRangesFromDeviceMemoryAreGatheredTogether) {
 
 // Span copies between memory (host, and a device only copies reach) and disk, both ways: aligned
 // spans that direct I/O moves in place, runs of small records contiguous on the disk (a KV log's
-// entries), one unaligned, one larger than the staging area, one empty, and two that overlap in
-// the destination, where the later must win. The oracle applies the spans one by one.
+// entries), one unaligned, one larger than the staging area, one empty, and spans that overlap in
+// the destination, where the later must win (read back: a staged record over a direct span, and
+// a direct span over staged records). The oracle applies the spans one by one.
 TEST(TransferEngine, SpanCopiesLandInOrderBetweenMemoryAndDisk) {
   TempDir dir;
   HostTier host(64 << 20);
@@ -354,6 +355,9 @@ TEST(TransferEngine, SpanCopiesLandInOrderBetweenMemoryAndDisk) {
   ByteSpans spans;
   for (uint64_t i = 0; i < 8; ++i) spans.push_back({i * 8192, 4096 * (i + 1) + 65536, 4096});
   for (uint64_t i = 0; i < 200; ++i) spans.push_back({300000 + i * 256 * 3, 500000 + i * 256, 256});
+  // Read back, an aligned span right after the run that lands on records of its last part: it
+  // must win.
+  spans.push_back({397312, 950272, 4096});
   spans.push_back({7, 600001, 1000});            // unaligned
   spans.push_back({0, 700000, 100 * 1024});      // larger than the staging half
   spans.push_back({5000, 0, 0});                 // empty
@@ -395,6 +399,50 @@ TEST(TransferEngine, SpanCopiesLandInOrderBetweenMemoryAndDisk) {
             total_length(spans));
   EXPECT_EQ(engine.bytes_moved("decode", DataKind::Kv, TierKind::Disk, TierKind::Device),
             total_length(spans));
+}
+
+// A KV load's spans: the cache's base (aligned, straight into memory) and then its log, 256-byte
+// records contiguous on the disk that land over slots of the base. All of it is one submission,
+// so the device is not left idle between the base and the log; the records still win over the
+// base. A log that ends where the file ends cannot be read as a whole-block window: it is read on
+// its own, with the same bytes.
+TEST(TransferEngine, ALoadReadsTheBaseAndItsLogInOneSubmission) {
+  TempDir dir;
+  HostTier host(16 << 20);
+  DiskTier disk(dir.path(), 16 << 20);
+  TransferEngine engine;
+  const size_t region = 1 << 20;              // K at 0, V at `region`, the log at 2 x region
+  const size_t log_records = 301, rec = 256;  // 77056 bytes: not whole blocks
+  const size_t n = 2 * region + log_records * rec;
+  const auto data = random_bytes(n, 41);
+  const uint64_t on_disk = disk.allocate(n);
+  pwrite_buffered(disk.file().fd(), on_disk, data.data(), n);
+  ByteSpans spans{{0, 0, 512 << 10}, {region, region, 512 << 10}};
+  for (uint64_t i = 0; i < log_records; ++i) {
+    const uint64_t slot = (i * 7919) % (2 * (512 << 10) / rec);  // somewhere in the base
+    spans.push_back({2 * region + i * rec, (slot % 2) * region + (slot / 2) * rec, rec});
+  }
+  std::vector<unsigned char> want(2 * region, 0);
+  for (const ByteSpan& sp : spans)
+    std::memcpy(want.data() + sp.dst, data.data() + sp.src, sp.length);
+  for (const bool log_ends_the_file : {false, true}) {
+    if (log_ends_the_file) disk.file().truncate(on_disk + n);  // n is not a whole block
+    char* mem = static_cast<char*>(host.allocate_pinned(2 * region));
+    std::memset(mem, 0, 2 * region);
+    const uint64_t before = engine.io_submissions(QueueId::CacheLoad);
+    engine
+        .copy_spans(QueueId::CacheLoad, Location::on_disk(disk, on_disk),
+                    Location::in_memory(host, mem), spans, {"decode", DataKind::Kv})
+        .wait();
+    EXPECT_EQ(0, std::memcmp(mem, want.data(), 2 * region)) << log_ends_the_file;
+    const uint64_t submissions = engine.io_submissions(QueueId::CacheLoad) - before;
+    if (log_ends_the_file) {
+      EXPECT_GT(submissions, 1u);
+    } else {
+      EXPECT_EQ(submissions, 1u);
+    }
+    host.free(mem);
+  }
 }
 
 }  // namespace
