@@ -163,7 +163,7 @@ class Pipeline final : public ScheduleHooks {
   bool last_micro_block_ = true;  // progress is reported once per step, on the last one
   int decode_step_ = 0;
   std::string phase_ = "prefill";
-  KvPrefetch kv_prefetch_;  // the next step's first KV load, queued by this one
+  KvPrefetch kv_prefetch_;  // the next step's first KV loads, queued by this one
 
   std::vector<std::vector<int32_t>> next_ids_;  // per batch, the tokens chosen last step
   std::vector<bool> done_;
@@ -462,6 +462,7 @@ PipelineResult Pipeline::run() {
   }
   // Every sequence ended at EOS before the step that load was for.
   for (TransferHandle& h : kv_prefetch_.handles) h.wait();
+  for (TransferHandle& h : kv_prefetch_.second) h.wait();
   kv_prefetch_ = {};
   if (staged()) {
     receive_all_tokens();

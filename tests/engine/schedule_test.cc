@@ -111,14 +111,22 @@ TEST(Schedule, NextDecodeStepsFirstLoadIsQueuedBeforeTheLastVisitComputes) {
   EXPECT_LT(r.last_at("load 1/0 buf 0"), r.at("compute 2/1 buf 1"));
   EXPECT_LT(r.last_at("load 1/0 buf 0"), r.at("wait 2/1 (1 handles)"));
   EXPECT_GT(r.last_at("load 1/0 buf 0"), r.at("compute 2/0 buf 0"));
+  // The next step's second visit (1/1) loads into buffer 1 once the last visit computed there,
+  // before the head: it follows the first load without waiting for the head and the embedding.
+  EXPECT_EQ(next.second.size(), 1u);
+  EXPECT_GT(r.last_at("load 1/1 buf 1"), r.at("compute 2/1 buf 1"));
+  EXPECT_LT(r.last_at("load 1/1 buf 1"), r.at("compute 3/0 buf 0"));
 
   // The next step starts with that load in flight: it does not load the visit again.
   Recorder r2;
   s.next_decode_first_batch.reset();
   EXPECT_TRUE(run_step(r2, s, std::move(next)).empty());
   for (const std::string& e : r2.events) EXPECT_NE(e, "load 1/0 buf 0");
-  EXPECT_LT(r2.at("wait 1/0 (1 handles)"), r2.at("compute 1/0 buf 0"));  // the carried load
-  EXPECT_LT(r2.at("load 1/1 buf 1"), r2.at("wait 1/0 (1 handles)"));
+  for (const std::string& e : r2.events) EXPECT_NE(e, "load 1/1 buf 1");
+  EXPECT_LT(r2.at("wait 1/0 (1 handles)"), r2.at("compute 1/0 buf 0"));  // the carried loads
+  EXPECT_LT(r2.at("wait 1/1 (1 handles)"), r2.at("compute 1/1 buf 1"));
+  EXPECT_LT(r2.at("load 2/0 buf 0"), r2.at("wait 1/1 (1 handles)"));
+  EXPECT_GT(r2.at("load 2/0 buf 0"), r2.at("compute 1/0 buf 0"));
 }
 
 TEST(Schedule, NoNextStepLoadIntoTheBufferTheLastVisitComputesIn) {
@@ -140,6 +148,26 @@ TEST(Schedule, NoNextStepLoadIntoTheBufferTheLastVisitComputesIn) {
   // The control: two layers, one batch, overlap: 1/0 computes in buffer 1, 2/0 in buffer 0.
   s.overlap = true;
   EXPECT_FALSE(run_step(r, s).empty());
+}
+
+// One GPU batch: the next step's second visit is the second layer's, in the buffer of this step's
+// last visit; carried into the next step, neither of its first two visits is loaded again.
+TEST(Schedule, NextStepsSecondLoadWithOneBatchIsTheSecondLayers) {
+  Recorder r;
+  StepShape s = decode_shape(/*overlap=*/true);
+  s.batches = 1;
+  s.next_decode_first_batch = 0;
+  KvPrefetch next = run_step(r, s);  // 1/0 computes in buffer 1, 2/0 in buffer 0
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next.buf, 1);
+  EXPECT_EQ(next.second.size(), 1u);
+  EXPECT_GT(r.last_at("load 2/0 buf 0"), r.at("compute 2/0 buf 0"));
+  EXPECT_LT(r.last_at("load 2/0 buf 0"), r.at("compute 3/0 buf 1"));
+  Recorder r2;
+  s.next_decode_first_batch.reset();
+  run_step(r2, s, std::move(next));
+  for (const std::string& e : r2.events) EXPECT_EQ(e.rfind("load ", 0), std::string::npos) << e;
+  EXPECT_LT(r2.at("wait 2/0 (1 handles)"), r2.at("compute 2/0 buf 0"));
 }
 
 TEST(Schedule, ACarriedLoadMustBeTheFirstVisits) {
