@@ -291,13 +291,13 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
     const uint64_t window = disk_at(s) / oa * oa;
     const uint64_t window_end = (disk_at(s) + run + oa - 1) / oa * oa;
     if (j > i && read && file.is_direct() && window_end <= file_size) {
-      const size_t at = (staging_used + ma - 1) / ma * ma;
-      if (at + (window_end - window) > half) flush();
-      const size_t place = (staging_used + ma - 1) / ma * ma;
-      direct.push_back(
-          IoSegment{window, staging + place, static_cast<size_t>(window_end - window)});
-      staged.push_back(StagedRun{i, j, place + static_cast<size_t>(disk_at(s) - window)});
-      staging_used = place + static_cast<size_t>(window_end - window);
+      const size_t length = static_cast<size_t>(window_end - window);
+      const auto place = [&] { return (staging_used + ma - 1) / ma * ma; };
+      if (place() + length > half) flush();
+      const size_t at = place();
+      direct.push_back(IoSegment{window, staging + at, length});
+      staged.push_back(StagedRun{i, j, at + static_cast<size_t>(disk_at(s) - window)});
+      staging_used = at + length;
       i = j;
       continue;
     }
