@@ -1,4 +1,5 @@
-// Helpers shared by the offload and fault tests: a temporary directory and random bytes.
+// Helpers shared by the offload, fault and experiments tests: a temporary directory and random
+// bytes.
 #pragma once
 
 #include <fcntl.h>
