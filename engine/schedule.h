@@ -2,9 +2,9 @@
 // a stage's units in order; every unit's weights are loaded once per block, the next unit's
 // while this one computes, and each decoder layer is visited once per GPU batch, the next
 // visit's KV loading into the other buffer while this visit computes. That load is queued before
-// this visit waits for its own, so the load queue starts it the moment this one's bytes are in
-// (queued after the wait, it started only once this thread had woken and queued it: about a
-// millisecond a visit on a 2-core virtual machine, 5% of a disk-bound decode). In decode, the next
+// this visit waits for its own, so the load queue starts it as soon as this one's requests are all
+// at the device (queued after the wait, it started only once this thread had woken and queued it:
+// about a millisecond a visit on a 2-core virtual machine, 5% of a disk-bound decode). In decode, the next
 // decode step's first KV load is queued before this step's last layer visit computes, so it
 // overlaps the units after the last layer (the head), the next step's units before the first (the
 // embedding) and a pipeline stage's wait for its input; the next step's second load is queued as

@@ -129,12 +129,13 @@ void IoEngine::write_scattered(const DiskFile& file, std::span<const IoSegment> 
   run(true, file, segments, true);
 }
 
-void IoEngine::read_scattered(const DiskFile& file, std::span<const IoSegment> segments) {
-  run(false, file, segments, true);
+void IoEngine::read_scattered(const DiskFile& file, std::span<const IoSegment> segments,
+                              const std::function<void()>& on_all_submitted) {
+  run(false, file, segments, true, on_all_submitted);
 }
 
 size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegment> segments,
-                     bool eof_is_error) {
+                     bool eof_is_error, const std::function<void()>& on_all_submitted) {
   const char* op = is_write ? "write" : "read";
   size_t length = 0;  // of all segments
   for (const IoSegment& seg : segments) {
@@ -148,7 +149,10 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
                     ", memory alignment ", file.mem_align(), ")");
     }
   }
-  if (length == 0) return 0;
+  if (length == 0) {
+    if (on_all_submitted) on_all_submitted();
+    return 0;
+  }
   const uint64_t offset = segments.front().offset;  // for messages and read_upto's result
   std::lock_guard lock(mutex_);
   std::lock_guard regions_lock(regions_mutex_);
@@ -208,6 +212,12 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     }
   };
 
+  bool all_submitted_told = !on_all_submitted;
+  const auto tell_all_submitted = [&] {
+    if (all_submitted_told) return;
+    all_submitted_told = true;
+    on_all_submitted();
+  };
   for (;;) {
     bool prepared = false;
     while (error.empty() && eof_at == UINT64_MAX && seg_index < segments.size() &&
@@ -238,6 +248,10 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
                                "' at offset ", offset, ", length ", length, ": ", errno_text(-rc));
         break;
       }
+    }
+    if (!all_submitted_told && (seg_index == segments.size() || (seg_index + 1 == segments.size() &&
+                                                                 next == segments.back().len))) {
+      tell_all_submitted();
     }
     if (in_flight == 0) break;
 
@@ -300,6 +314,7 @@ size_t IoEngine::run(bool is_write, const DiskFile& file, std::span<const IoSegm
     }
     io_uring_cq_advance(&ring_, seen);
   }
+  tell_all_submitted();  // an error or end of file stopped submissions early
   if (!error.empty()) throw IoError(error);
   if (eof_at == UINT64_MAX) return length;
   return static_cast<size_t>(eof_at - offset);

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -50,6 +51,7 @@ struct IoRequestInfo {
 
 // The injectable I/O layer: sees every completion and may replace its result (a negative errno
 // or a byte count), e.g. to inject EIO on the Nth request, ENOSPC on writes or a short read.
+// Installed on several engines, it is called from their threads at once.
 class IoFaultHook {
  public:
   virtual ~IoFaultHook() = default;
@@ -82,7 +84,11 @@ class IoEngine {
   // small scattered writes cost one round of submissions, not one round trip each).
   void write_scattered(const DiskFile& file, std::span<const IoSegment> segments);
   // Reads every segment, the same way; end of file inside a segment is an error.
-  void read_scattered(const DiskFile& file, std::span<const IoSegment> segments);
+  // `on_all_submitted` (optional) runs once the last request has gone to the kernel, while the
+  // ones in flight are still read (resubmissions of short reads may follow it): the caller can
+  // start another engine's requests then, so the device does not drain between two transfers.
+  void read_scattered(const DiskFile& file, std::span<const IoSegment> segments,
+                      const std::function<void()>& on_all_submitted = {});
 
   // Registers [ptr, ptr + bytes) as fixed buffers (split into pieces of at most 1 GiB). Returns
   // false when the kernel refuses (e.g. memlock limit): I/O then uses the ordinary opcodes.
@@ -107,7 +113,7 @@ class IoEngine {
     void* owner;  // the pointer passed to register_buffer
   };
   size_t run(bool is_write, const DiskFile& file, std::span<const IoSegment> segments,
-             bool eof_is_error);
+             bool eof_is_error, const std::function<void()>& on_all_submitted = {});
   int fixed_slot_for(const char* ptr, size_t length) const;
 
   IoEngineOptions options_;

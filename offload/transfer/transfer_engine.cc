@@ -77,18 +77,26 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(options
     if (static_cast<QueueId>(i) == QueueId::CacheLoad) {
       io.max_in_flight_bytes = kCacheLoadInFlightBytes;
     }
-    q->io = std::make_unique<IoEngine>(io);
-    q->bounce = AlignedBuffer(options_.bounce_bytes);
-    q->io->register_buffer(q->bounce.data(), q->bounce.size());
+    const size_t workers = static_cast<QueueId>(i) == QueueId::CacheLoad ? kCacheLoadWorkers : 1;
+    for (size_t k = 0; k < workers; ++k) {
+      auto w = std::make_unique<Worker>();
+      w->io = std::make_unique<IoEngine>(io);
+      w->bounce = AlignedBuffer(options_.bounce_bytes);
+      w->io->register_buffer(w->bounce.data(), w->bounce.size());
+      q->workers.push_back(std::move(w));
+    }
     queues_[i] = std::move(q);
   }
   for (size_t i = 0; i < kQueueCount; ++i) {
     Queue* raw = queues_[i].get();
     const QueueId id = static_cast<QueueId>(i);
-    raw->worker = std::thread([this, raw, id] {
-      this_thread_queue = id;
-      worker_loop(*raw);
-    });
+    for (auto& w : raw->workers) {
+      Worker* wr = w.get();
+      wr->thread = std::thread([this, raw, wr, id] {
+        this_thread_queue = id;
+        worker_loop(*raw, *wr);
+      });
+    }
   }
 }
 
@@ -100,7 +108,9 @@ TransferEngine::~TransferEngine() {
     }
     q->cv.notify_all();
   }
-  for (auto& q : queues_) q->worker.join();
+  for (auto& q : queues_) {
+    for (auto& w : q->workers) w->thread.join();
+  }
   std::vector<HostTier*> hosts;
   {
     std::lock_guard lock(hosts_mutex_);
@@ -111,7 +121,9 @@ TransferEngine::~TransferEngine() {
     try {  // a destructor must not throw; the memory is freed right after anyway
       bounce_listener_->unregister_pinned(sync_bounce_.data(), sync_bounce_.size());
       for (auto& q : queues_) {
-        bounce_listener_->unregister_pinned(q->bounce.data(), q->bounce.size());
+        for (auto& w : q->workers) {
+          bounce_listener_->unregister_pinned(w->bounce.data(), w->bounce.size());
+        }
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "warning: unpinning transfer buffers: %s\n", e.what());
@@ -122,7 +134,9 @@ TransferEngine::~TransferEngine() {
 void TransferEngine::pin_bounce_buffers(PinListener& listener) {
   H2OFLEX_CHECK(bounce_listener_ == nullptr, "pin_bounce_buffers: already pinned");
   std::vector<AlignedBuffer*> buffers{&sync_bounce_};
-  for (auto& q : queues_) buffers.push_back(&q->bounce);
+  for (auto& q : queues_) {
+    for (auto& w : q->workers) buffers.push_back(&w->bounce);
+  }
   size_t done = 0;
   try {
     for (; done < buffers.size(); ++done) {
@@ -246,10 +260,13 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
       at += spans[k].length;
     }
   };
-  const auto flush = [&] {
+  // The last flush lets the queue's next task start once its requests are all submitted.
+  const auto flush = [&](bool last = false) {
     if (!direct.empty()) {
       if (read) {
-        lane.io->read_scattered(file, direct);
+        static const std::function<void()> none;
+        lane.io->read_scattered(file, direct,
+                                last && lane.all_submitted ? *lane.all_submitted : none);
       } else {
         lane.io->write_scattered(file, direct);
       }
@@ -327,7 +344,7 @@ void TransferEngine::execute_spans(Lane lane, const Location& src, const Locatio
     }
     i = j;
   }
-  flush();
+  flush(/*last=*/true);
 }
 
 void TransferEngine::execute_ranges(Lane lane, const Location& src, const Location& dst,
@@ -419,31 +436,47 @@ void TransferEngine::copy_sync(const Location& src, const Location& dst, uint64_
   count(tag, src.kind, dst.kind, bytes);
 }
 
-void TransferEngine::worker_loop(Queue& q) {
+void TransferEngine::worker_loop(Queue& q, Worker& w) {
   for (;;) {
     Task task;
     {
       std::unique_lock lock(q.mutex);
-      q.cv.wait(lock, [&] { return q.stop || !q.tasks.empty(); });
+      q.cv.wait(lock,
+                [&] { return (q.stop && q.tasks.empty()) || (!q.tasks.empty() && !q.starting); });
       if (q.tasks.empty()) return;  // stop requested and nothing left
       task = std::move(q.tasks.front());
       q.tasks.pop_front();
+      q.starting = true;
     }
+    bool started = false;  // this task no longer holds the next one back
+    const std::function<void()> let_next_start = [&] {
+      if (started) return;
+      started = true;
+      {
+        std::lock_guard lock(q.mutex);
+        q.starting = false;
+      }
+      q.cv.notify_all();
+    };
     std::exception_ptr error;
     try {  // waiting for prerequisites is not busy time
       for (const TransferHandle& h : task.after) h.wait();
     } catch (...) {
       error = std::current_exception();
     }
-    const Stopwatch watch;
+    {
+      std::lock_guard lock(q.mutex);
+      if (q.executing++ == 0) q.busy_since = now_seconds();
+    }
     if (!error) {  // a failed prerequisite's error is this copy's, and the copy does not run
       try {
+        const Lane lane{w.io.get(), &w.bounce, &let_next_start};
         if (!task.spans.empty()) {
-          execute_spans(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.spans);
+          execute_spans(lane, task.src, task.dst, task.spans);
         } else if (task.ranges.empty()) {
-          execute(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.bytes);
+          execute(lane, task.src, task.dst, task.bytes);
         } else {
-          execute_ranges(Lane{q.io.get(), &q.bounce}, task.src, task.dst, task.ranges);
+          execute_ranges(lane, task.src, task.dst, task.ranges);
         }
         count(task.tag, task.src.kind, task.dst.kind, task.bytes);
         if (task.then) task.then();
@@ -451,7 +484,7 @@ void TransferEngine::worker_loop(Queue& q) {
         error = std::current_exception();
       }
     }
-    const double elapsed = watch.elapsed();
+    let_next_start();
     {
       std::lock_guard lock(task.state->mutex);
       task.state->done = true;
@@ -460,7 +493,7 @@ void TransferEngine::worker_loop(Queue& q) {
     task.state->cv.notify_all();
     {
       std::lock_guard lock(q.mutex);
-      q.busy_s += elapsed;
+      if (--q.executing == 0) q.busy_s += now_seconds() - q.busy_since;
       ++q.finished;
     }
     q.idle_cv.notify_all();
@@ -540,11 +573,13 @@ void TransferEngine::reset_counters() {
 }
 
 const IoEngineOptions& TransferEngine::io_options(QueueId queue) const {
-  return queues_[static_cast<size_t>(queue)]->io->options();
+  return queues_[static_cast<size_t>(queue)]->workers.front()->io->options();
 }
 
 uint64_t TransferEngine::io_submissions(QueueId queue) const {
-  return queues_[static_cast<size_t>(queue)]->io->submissions();
+  uint64_t n = 0;
+  for (const auto& w : queues_[static_cast<size_t>(queue)]->workers) n += w->io->submissions();
+  return n;
 }
 
 double TransferEngine::busy_seconds(QueueId queue) const {
@@ -576,7 +611,9 @@ void TransferEngine::use_pinned_memory(HostTier& host) {
 void TransferEngine::register_pinned(void* ptr, size_t bytes) {
   // A refusal (fixed-buffer table full, memlock limit) only costs the fixed-buffer speed-up.
   sync_io_->register_buffer(ptr, bytes);
-  for (auto& q : queues_) q->io->register_buffer(ptr, bytes);
+  for (auto& q : queues_) {
+    for (auto& w : q->workers) w->io->register_buffer(ptr, bytes);
+  }
 }
 
 void TransferEngine::unregister_pinned(void* ptr, size_t) noexcept {
@@ -584,14 +621,18 @@ void TransferEngine::unregister_pinned(void* ptr, size_t) noexcept {
   // is being freed either way.
   try {
     sync_io_->unregister_buffer(ptr);
-    for (auto& q : queues_) q->io->unregister_buffer(ptr);
+    for (auto& q : queues_) {
+      for (auto& w : q->workers) w->io->unregister_buffer(ptr);
+    }
   } catch (...) {
   }
 }
 
 void TransferEngine::set_fault_hook(std::shared_ptr<IoFaultHook> hook) {
   sync_io_->set_fault_hook(hook);
-  for (auto& q : queues_) q->io->set_fault_hook(hook);
+  for (auto& q : queues_) {
+    for (auto& w : q->workers) w->io->set_fault_hook(hook);
+  }
 }
 
 }  // namespace h2oflex

@@ -1,13 +1,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "offload/transfer/transfer_engine.h"
+#include "runtime/core/timer.h"
 #include "tests/offload/test_support.h"
 
 namespace h2oflex {
@@ -443,6 +446,92 @@ TEST(TransferEngine, ALoadReadsTheBaseAndItsLogInOneSubmission) {
     }
     host.free(mem);
   }
+}
+
+// Holds load A's first completion until a request of load B has completed (at most 5 s).
+struct HoldAUntilB : IoFaultHook {
+  HoldAUntilB(uint64_t a, uint64_t b, uint64_t n) : a(a), b(b), n(n) {}
+  int on_complete(const IoRequestInfo& r, int res) override {
+    std::unique_lock lock(mutex);
+    if (r.offset >= b && r.offset < b + n) {
+      b_completed = true;
+      cv.notify_all();
+    } else if (r.offset >= a && r.offset < a + n && !a_held) {
+      a_held = true;
+      overlapped = cv.wait_for(lock, std::chrono::seconds(5), [&] { return b_completed; });
+    }
+    return res;
+  }
+  const uint64_t a, b, n;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool a_held = false, b_completed = false, overlapped = false;
+};
+
+// A cache load's requests go to the device as soon as the load before it has submitted all of
+// its own, while that one's are still read: the device does not drain between two loads. Both
+// land their bytes, and the queue's busy time counts the overlap once. (With one worker, B waits
+// for A, whose completion the hook holds back until B's.)
+TEST(TransferEngine, ACacheLoadStartsWhileTheOneBeforeDrains) {
+  TempDir dir;
+  HostTier host(32 << 20);
+  DiskTier disk(dir.path(), 32 << 20);
+  TransferEngine engine;
+  const size_t n = 4 << 20;  // under kCacheLoadInFlightBytes: all of A is submitted at once
+  const auto data = random_bytes(2 * n, 43);
+  const uint64_t at = disk.allocate(2 * n);
+  pwrite_buffered(disk.file().fd(), at, data.data(), 2 * n);
+  auto hook = std::make_shared<HoldAUntilB>(at, at + n, n);
+  engine.set_fault_hook(hook);
+  char* a = static_cast<char*>(host.allocate_pinned(n));
+  char* b = static_cast<char*>(host.allocate_pinned(n));
+  const Stopwatch wall;
+  const TransferHandle ha =
+      engine.copy_spans(QueueId::CacheLoad, Location::on_disk(disk, at),
+                        Location::in_memory(host, a), {{0, 0, n}}, {"decode", DataKind::Kv});
+  const TransferHandle hb =
+      engine.copy_spans(QueueId::CacheLoad, Location::on_disk(disk, at + n),
+                        Location::in_memory(host, b), {{0, 0, n}}, {"decode", DataKind::Kv});
+  ha.wait();
+  hb.wait();
+  const double elapsed = wall.elapsed();
+  EXPECT_TRUE(hook->overlapped) << "load B started only after load A had finished";
+  EXPECT_EQ(std::memcmp(a, data.data(), n), 0);
+  EXPECT_EQ(std::memcmp(b, data.data() + n, n), 0);
+  EXPECT_LE(engine.busy_seconds(QueueId::CacheLoad), elapsed);
+  host.free(a);
+  host.free(b);
+}
+
+// Cache loads still start in the order they were queued: a load behind one that waits for its
+// prerequisite waits too (a load's buffer may be the one the load before it is waiting to fill).
+TEST(TransferEngine, CacheLoadsStartInQueueOrder) {
+  HostTier host(16 << 20);
+  TransferEngine engine;
+  const size_t n = 1 << 16;
+  const auto data = random_bytes(n, 44);
+  char* a = static_cast<char*>(host.allocate(n));
+  char* b = static_cast<char*>(host.allocate(n));
+  char* c = static_cast<char*>(host.allocate(n));
+  std::memcpy(a, data.data(), n);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  const TransferHandle store =
+      engine.copy(QueueId::CacheStore, Location::in_memory(host, a), Location::in_memory(host, b),
+                  n, {"decode", DataKind::Kv}, [released] { released.wait(); });
+  const TransferHandle first =
+      engine.copy(QueueId::CacheLoad, Location::in_memory(host, b), Location::in_memory(host, c), n,
+                  {"decode", DataKind::Kv}, {}, {store});
+  const TransferHandle second =
+      engine.copy(QueueId::CacheLoad, Location::in_memory(host, a), Location::in_memory(host, b), n,
+                  {"decode", DataKind::Kv});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(second.done()) << "a cache load started before the one queued ahead of it";
+  release.set_value();
+  first.wait();
+  second.wait();
+  EXPECT_EQ(std::memcmp(c, data.data(), n), 0);
+  for (char* p : {a, b, c}) host.free(p);
 }
 
 }  // namespace
