@@ -92,13 +92,13 @@ inline constexpr uint64_t kCacheLoadInFlightBytes = uint64_t{16} << 20;
 // submitted all its requests (or finished), so a load's first requests go to the device while the
 // last ones of the load before are still read: with one worker, the device held fewer and fewer
 // requests at the end of each load and none while the next started (a full cache's decode loads
-// one visit's 60 MB every 25 ms; README, "The KV cache and H2O"). The bytes in flight may reach
+// one visit's 70 MB every 26 ms; README, "The KV cache and H2O"). The bytes in flight may reach
 // twice kCacheLoadInFlightBytes while one load drains and the next starts.
 inline constexpr size_t kCacheLoadWorkers = 2;
 
 struct TransferEngineOptions {
-  IoEngineOptions io;                     // per queue
-  size_t bounce_bytes = size_t{8} << 20;  // per queue, for unaligned and staged copies
+  IoEngineOptions io;                     // per worker
+  size_t bounce_bytes = size_t{8} << 20;  // per worker, for unaligned and staged copies
 };
 
 class TransferEngine : private PinListener {
