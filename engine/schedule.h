@@ -4,14 +4,13 @@
 // visit's KV loading into the other buffer while this visit computes. That load is queued before
 // this visit waits for its own, so the load queue starts it as soon as this one's requests are all
 // at the device (queued after the wait, it started only once this thread had woken and queued it:
-// about a millisecond a visit on a 2-core virtual machine, 5% of a disk-bound decode). In decode, the next
-// decode step's first KV load is queued before this step's last layer visit computes, so it
-// overlaps the units after the last layer (the head), the next step's units before the first (the
-// embedding) and a pipeline stage's wait for its input; the next step's second load is queued as
-// soon as the last visit has computed in its buffer, so it follows the first without waiting for
+// about a millisecond a visit on a 2-core virtual machine, 5% of a disk-bound decode). In decode,
+// the next decode step's first KV load is queued before this step's last layer visit computes, so
+// it overlaps the units after the last layer (the head), the next step's units before the first
+// (the embedding) and a pipeline stage's wait for its input; the next step's second load is queued
+// as soon as the last visit has computed in its buffer, so it follows the first without waiting for
 // the head and the embedding (in a disk-bound decode they left the disk idle for about 20 ms a
-// step). With `overlap` off every copy finishes
-// before the next compute starts.
+// step). With `overlap` off every copy finishes before the next compute starts.
 #pragma once
 
 #include <optional>

@@ -205,6 +205,12 @@ class TransferEngine : private PinListener {
     const std::function<void()>* all_submitted = nullptr;
   };
 
+  template <typename F>
+  void for_each_worker(F&& f) {
+    for (auto& q : queues_) {
+      for (auto& w : q->workers) f(*w);
+    }
+  }
   void worker_loop(Queue& q, Worker& w);
   void execute(Lane lane, const Location& src, const Location& dst, uint64_t bytes);
   void execute_ranges(Lane lane, const Location& src, const Location& dst, const Ranges& ranges);

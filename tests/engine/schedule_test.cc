@@ -173,7 +173,7 @@ TEST(Schedule, NextStepsSecondLoadWithOneBatchIsTheSecondLayers) {
 TEST(Schedule, ACarriedLoadMustBeTheFirstVisits) {
   Recorder r;
   StepShape s = decode_shape(/*overlap=*/true);
-  KvPrefetch wrong{2, 0, 0, {TransferHandle{}}};
+  KvPrefetch wrong{2, 0, 0, {TransferHandle{}}, {}};
   EXPECT_THROW(run_step(r, s, std::move(wrong)), std::exception);
 }
 
