@@ -103,6 +103,16 @@ TEST_F(HostilePaths, JsonOntoAFileOfTheModelDirectoryIsRefused) {
   expect_refused({"eval", "perplexity", "--model", m.string(), "--text", text.string(), "--json",
                   (m / "config.json").string()},
                  {"--json", "config.json", "are the same file"});
+  const fs::path tasks = write(dir() / "tasks.jsonl",
+                               "{\"id\": \"a\", \"context\": \"The\", \"choices\": [\" a\", "
+                               "\" b\"], \"answer\": 0}\n");
+  expect_refused({"eval", "choice", "--model", m.string(), "--tasks", tasks.string(), "--json",
+                  (m / "tokenizer.json").string()},
+                 {"--json", "tokenizer.json", "are the same file"});
+  expect_refused({"plan", "--model", m.string(), "--hardware",
+                  (kSource / "experiments/hardware/local_cpu.yaml").string(), "--prompt-len", "8",
+                  "--gen-len", "2", "--json", (m / "merges.txt").string()},
+                 {"--json", "merges.txt", "are the same file"});
   // Through a link, and the tokenizer files too.
   fs::create_symlink(m / "vocab.json", dir() / "link.json");
   expect_refused({"eval", "perplexity", "--model", m.string(), "--text", text.string(), "--json",
@@ -170,7 +180,7 @@ TEST_F(HostilePaths, BenchIoTestFileIsRemovedOnSigterm) {
   for (const int sig : {SIGTERM}) {  // SIGINT too: tests/unit/temp_file_cleanup_test.cc
     const std::string bin = H2OFLEX_BINARY;
     std::vector<std::string> args{bin,      "bench-io", "--path",  dir().string(),
-                                  "--size", "256MiB",     "--chunk", "1MiB"};
+                                  "--size", "256MiB",   "--chunk", "1MiB"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
