@@ -145,9 +145,9 @@ std::string beside_output(const std::string& output_path, const std::string& suf
 
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = temporary_path_for(path);
-  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(detail::concat("cannot create '", tmp, "': ", std::strerror(errno)));
+  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   std::string why;
   for (size_t done = 0; done < text.size() && why.empty();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);

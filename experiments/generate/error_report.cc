@@ -61,9 +61,9 @@ void write_error_report(const std::string& path, std::vector<LineError> errors) 
   }
   // Written beside and renamed over, so a reader never sees half a report.
   const std::string tmp = temporary_path_for(path);
-  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   H2OFLEX_INPUT_CHECK(fd >= 0, "cannot write '", tmp, "': ", std::strerror(errno));
+  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
