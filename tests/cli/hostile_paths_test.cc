@@ -133,10 +133,15 @@ TEST_F(HostilePaths, ExperimentOutputsOntoItsInputsAreRefused) {
   fs::create_symlink(profile, out / "results.json");
   expect_refused({"experiment", other.string(), "--out", out.string(), "--predict"},
                  {"--out file results.json", "hardware_profile", "are the same file"});
-  // Refused before the directory is made: none is left behind.
-  expect_refused({"experiment", (dir() / "new/table.md").string(), "--out",
-                  (dir() / "new").string(), "--predict"},
-                 {"new/table.md"});
+  // A suite refused while its rows are evaluated leaves no --out directory made for it.
+  const fs::path bad =
+      write(dir() / "bad.yaml",
+            "suite: s\nrows:\n  - label: a\n    hardware_profile: " + profile.string() +
+                "\n    config: {model: no-such-model, dummy: true, prompt_len: "
+                "8, gen_len: 2, policy: auto}\n");
+  expect_refused(
+      {"experiment", bad.string(), "--out", (dir() / "new/deeper").string(), "--predict"},
+      {"policy: auto needs a model the cost model knows"});
 }
 
 // Defect 2: `eval suite` against its task texts.
