@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "runtime/core/disk_space.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
@@ -86,13 +87,10 @@ void WeightStream::check_disk_room(const std::string& layout_dir,
   std::error_code ec;
   const uint64_t existing = fs::exists(data, ec) ? fs::file_size(data, ec) : 0;
   const uint64_t fresh = needed > existing ? needed - existing : 0;
-  const fs::space_info space = fs::space(tiers_.disk_path(), ec);
-  if (!ec && fresh > space.available) {
-    throw InputError(detail::concat(
-        "the weights need ", needed / 1073741824.0, " GiB on disk (", fresh / 1073741824.0,
-        " GiB new) at ", tiers_.disk_path(), " but only ", space.available / 1073741824.0,
-        " GiB are free: free some space or point hardware.disk_path elsewhere"));
-  }
+  check_free_space(tiers_.disk_path(), fresh,
+                   detail::concat("the weights' offload layout (", needed, " bytes, ", existing,
+                                  " of them already on disk)"),
+                   "free some space or point hardware.disk_path elsewhere");
 }
 
 std::vector<TransferHandle> WeightStream::prefetch(int unit, const std::string& phase) {

@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "experiments/child_process.h"
 #include "experiments/output_paths.h"
-#include "experiments/shell_command.h"
 #include "offload/io/aligned_buffer.h"
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
+#include "runtime/core/disk_space.h"
 #include "runtime/core/error.h"
+#include "runtime/core/temp_file_cleanup.h"
 #include "runtime/core/timer.h"
 
 namespace h2oflex {
@@ -43,12 +45,12 @@ bool fio_on_path() {
 
 // Runs fio once and returns its bandwidth in bytes per second.
 double run_fio(const std::string& file, bool write, const BenchIoOptions& o) {
-  const std::string cmd = detail::concat(
-      "fio --name=h2oflex-bench-io --ioengine=io_uring --direct=1 --rw=", write ? "write" : "read",
-      " --bs=", o.chunk, " --iodepth=", o.queue_depth, " --size=", o.size_bytes,
-      " --filename=", shell_quote(file), " --output-format=json 2>&1");
-  const CommandResult fio = run_shell_command(cmd);
-  const int status = fio.status;
+  const ChildResult fio = run_child(
+      {"fio", "--name=h2oflex-bench-io", "--ioengine=io_uring", "--direct=1",
+       std::string("--rw=") + (write ? "write" : "read"), detail::concat("--bs=", o.chunk),
+       detail::concat("--iodepth=", o.queue_depth), detail::concat("--size=", o.size_bytes),
+       "--filename=" + file, "--output-format=json"});
+  const int status = fio.exit_code;
   const std::string& output = fio.output;
   const size_t brace = output.find('{');
   if (status != 0 || brace == std::string::npos) {
@@ -62,7 +64,6 @@ double run_fio(const std::string& file, bool write, const BenchIoOptions& o) {
 
 BenchIoResult measure_io(const BenchIoOptions& o) {
   H2OFLEX_INPUT_CHECK(!o.path.empty(), "bench-io: --path is required");
-  check_output_paths({}, {{"--json", o.json_out}});
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(o.path), "bench-io: --path '", o.path,
                       "' is not a directory");
   H2OFLEX_INPUT_CHECK(o.chunk >= 4096 && o.chunk % 4096 == 0,
@@ -71,10 +72,11 @@ BenchIoResult measure_io(const BenchIoOptions& o) {
                       "bench-io: size must be a positive multiple of the chunk (", o.chunk,
                       "), got ", o.size_bytes);
   const std::string file_path = detail::concat(o.path, "/h2oflex-bench-io-", ::getpid(), ".bin");
-  struct Remove {
-    std::string path;
-    ~Remove() { std::remove(path.c_str()); }
-  } remove_file{file_path};
+  check_output_paths({}, {{"--json", o.json_out}, {"the test file", file_path}});
+  check_free_space(o.path, o.size_bytes, "bench-io: the test file (--size)",
+                   "choose a smaller --size or another --path");
+  // Removed on every way out, SIGINT and SIGTERM included.
+  const TempFile remove_file(file_path);
 
   IoEngineOptions io_options;
   io_options.chunk_bytes = o.chunk;
@@ -94,7 +96,7 @@ BenchIoResult measure_io(const BenchIoOptions& o) {
   {
     auto file = DiskFile::open(file_path, FileOpen::CreateTruncate);
     // Reserve the blocks up front, untimed, as fio does (its default fallocate=native).
-    ::posix_fallocate(file->fd(), 0, static_cast<off_t>(o.size_bytes));
+    reserve_file_blocks(file->fd(), file_path, o.size_bytes);
     const Stopwatch watch;
     for (uint64_t done = 0; done < o.size_bytes; done += call) {
       io.write(*file, done, buffer.data(),

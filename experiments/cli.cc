@@ -17,6 +17,7 @@
 #include "experiments/run_command.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
+#include "runtime/core/temp_file_cleanup.h"
 #include "runtime/dist/transport.h"
 
 namespace h2oflex {
@@ -48,6 +49,8 @@ int fail(int code, const char* kind, const char* what) {
 }  // namespace
 
 int cli_main(int argc, char** argv) {
+  // Before any command runs: SIGINT / SIGTERM remove its half-written temporary files.
+  install_temp_file_cleanup();
   CLI::App app{"h2oflex: high-throughput offloaded generation with H2O KV eviction"};
   app.require_subcommand(1);
 

@@ -1,10 +1,16 @@
 #include "experiments/convert_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <vector>
 
 #include "engine/model_layout.h"
 #include "experiments/model_source.h"
+#include "experiments/output_paths.h"
+#include "offload/weights/weight_layout.h"
 #include "runtime/core/timer.h"
 
 namespace h2oflex {
@@ -30,6 +36,39 @@ bool within(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
+// The files a conversion writes besides the layout: the output is a model directory of its own.
+constexpr std::initializer_list<const char*> kCopiedFiles = {"config.json",
+                                                             "generation_config.json",
+                                                             "vocab.json",
+                                                             "merges.txt",
+                                                             "tokenizer.json",
+                                                             "tokenizer.model",
+                                                             "tokenizer_config.json",
+                                                             "special_tokens_map.json"};
+
+// --to is a new model directory: absent or empty. Anything already there (another model's
+// config and tokenizer, an older conversion) would be mixed with this one's files.
+void check_destination(const std::string& to) {
+  std::error_code ec;
+  if (!fs::exists(to, ec)) return;
+  H2OFLEX_INPUT_CHECK(fs::is_directory(to, ec), "--to '", to,
+                      "' is a file; give a directory that does not exist yet or is empty");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(to, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  H2OFLEX_INPUT_CHECK(!ec, "--to '", to, "': cannot list it: ", ec.message());
+  if (names.empty()) return;
+  std::sort(names.begin(), names.end());
+  std::string shown;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) shown += (i ? ", " : "") + names[i];
+  if (names.size() > 5) shown += ", ...";
+  throw InputError(detail::concat("--to '", to, "' already holds ", names.size(), " entries (",
+                                  shown,
+                                  "); convert writes a new model directory: give one that does "
+                                  "not exist yet or is empty"));
+}
+
 }  // namespace
 
 int run_convert(const ConvertOptions& o) {
@@ -41,18 +80,22 @@ int run_convert(const ConvertOptions& o) {
   H2OFLEX_INPUT_CHECK(!within(resolved(o.to), resolved(o.from)), "--to '", o.to,
                       "' is inside (or links to) the source directory --from '", o.from,
                       "'; choose a directory outside it");
+  check_destination(o.to);
   // Checks config.json and every tensor's presence and shape before writing anything.
   const ModelSource src = open_model_source(o.from, /*dummy=*/false, 0);
+  OutputDirectory made(o.to, "--to");
+  std::vector<NamedPath> inputs;
+  add_directory_inputs(inputs, o.from, "--from '" + o.from + "'");
+  std::vector<std::string> outputs{WeightLayout::kDataFile, WeightLayout::kIndexFile};
+  outputs.insert(outputs.end(), kCopiedFiles.begin(), kCopiedFiles.end());
+  check_output_paths(inputs, files_in(o.to, outputs, "--to"));
   Stopwatch watch;
   auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer, {});
-  // The output is a model directory of its own: config and tokenizer files go along.
-  for (const char* name :
-       {"config.json", "generation_config.json", "vocab.json", "merges.txt", "tokenizer.json",
-        "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"}) {
+  for (const char* name : kCopiedFiles) {
     const fs::path from = fs::path(o.from) / name;
-    if (fs::exists(from))
-      fs::copy_file(from, fs::path(o.to) / name, fs::copy_options::overwrite_existing);
+    if (fs::exists(from)) fs::copy_file(from, fs::path(o.to) / name);
   }
+  made.keep();
   std::printf("converted %s -> %s: %zu tensors, %.3f GiB as %s, %.1f s\n", o.from.c_str(),
               o.to.c_str(), layout->records().size(),
               static_cast<double>(layout->data_bytes()) / (1024.0 * 1024.0 * 1024.0),

@@ -1,6 +1,5 @@
 #include "experiments/experiment_runner.h"
 
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,12 +14,15 @@
 #include "engine/model_footprint.h"
 #include "engine/model_layout.h"
 #include "engine/tier_set.h"
+#include "experiments/child_process.h"
 #include "experiments/model_source.h"
+#include "experiments/output_paths.h"
 #include "experiments/peer_run.h"
 #include "experiments/plan_command.h"
 #include "experiments/run_config.h"
 #include "policy/kv_policy.h"
 #include "runtime/core/byte_size.h"
+#include "runtime/core/disk_space.h"
 #include "runtime/core/error.h"
 #include "runtime/ops/compute_choice.h"
 
@@ -63,10 +65,13 @@ YAML::Node policy_node(const policy::Policy& p) {
   return n;
 }
 
+// -1 when the file system cannot be asked (the row is then not skipped for its disk).
 double free_disk_bytes(const std::string& dir) {
-  struct statvfs st;
-  if (statvfs(dir.c_str(), &st) != 0) return -1;
-  return static_cast<double>(st.f_bavail) * st.f_frsize;
+  try {
+    return static_cast<double>(free_bytes_at(dir));
+  } catch (const InputError&) {
+    return -1;
+  }
 }
 
 double physical_ram_bytes() {
@@ -477,25 +482,27 @@ nlohmann::json results_json(const Suite& suite, const std::vector<ResultRow>& ro
   return doc;
 }
 
+// The files `experiment` writes into --out; the path guard checks exactly these.
+constexpr const char* kTableMd = "table.md";
+constexpr const char* kTableCsv = "table.csv";
+constexpr const char* kResultsJson = "results.json";
+constexpr const char* kPlotPy = "plot.py";
+constexpr const char* kThroughputPng = "throughput.png";
+
 std::string write_plot(const std::string& results_json_path, const std::string& png_path) {
-  return write_plot_with(kPlotScript, "plot.py", results_json_path, png_path);
+  return write_plot_with(kPlotScript, kPlotPy, results_json_path, png_path);
 }
 
 std::string write_plot_with(const char* script_text, const std::string& script_name,
                             const std::string& results_json_path, const std::string& png_path) {
   namespace fs = std::filesystem;
   const fs::path script = fs::path(results_json_path).parent_path() / script_name;
-  {
-    std::ofstream out(script);
-    if (!out) return "cannot write " + script.string();
-    out << script_text;
-  }
+  write_file_atomically(script.string(), script_text);
   // Debian's python3-matplotlib lives under /usr/bin/python3, which a python3 earlier on PATH
   // (a virtualenv, pyenv) may hide.
   std::string python;
   for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    const std::string probe = std::string(candidate) + " -c 'import matplotlib' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) {
+    if (run_child({candidate, "-c", "import matplotlib"}, ChildOutput::Discard).exit_code == 0) {
       python = candidate;
       break;
     }
@@ -503,9 +510,10 @@ std::string write_plot_with(const char* script_text, const std::string& script_n
   if (python.empty()) {
     return "python3 with matplotlib is not installed (Debian: python3-matplotlib)";
   }
-  const std::string cmd = python + " '" + script.string() + "' '" + results_json_path + "' '" +
-                          png_path + "' >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return "plot script failed: " + cmd;
+  const ChildResult plot = run_child({python, script.string(), results_json_path, png_path});
+  if (plot.exit_code != 0) {
+    return "plot script " + script.string() + " failed: " + plot.output.substr(0, 2000);
+  }
   return "";
 }
 
@@ -513,28 +521,29 @@ int run_experiment(const ExperimentOptions& o, const MeasureFn& measure) {
   namespace fs = std::filesystem;
   H2OFLEX_INPUT_CHECK(!o.out_dir.empty(), "experiment: --out DIR is required");
   const Suite suite = load_suite(o.suite_path);
-  std::error_code ec;
-  fs::create_directories(o.out_dir, ec);
-  H2OFLEX_INPUT_CHECK(!ec, o.out_dir, ": cannot create output directory: ", ec.message());
+  // Before any row runs: no file written into --out may be one the suite reads.
+  OutputDirectory out_dir(o.out_dir, "--out");
+  check_output_paths(
+      suite_inputs(suite),
+      files_in(o.out_dir, {kTableMd, kTableCsv, kResultsJson, kPlotPy, kThroughputPng}, "--out"));
   std::fprintf(stderr, "suite %s: %zu rows%s\n", suite.name.c_str(), suite.rows.size(),
                o.predict ? " (predict only)" : "");
   const std::vector<ResultRow> rows = evaluate_suite(suite, o.predict, measure);
-  auto write = [&](const std::string& name, const std::string& text) {
-    const fs::path p = fs::path(o.out_dir) / name;
-    std::ofstream out(p);
-    H2OFLEX_INPUT_CHECK(out.good(), p.string(), ": cannot write");
-    out << text;
-    return p.string();
+  out_dir.keep();
+  auto write = [&](const char* name, const std::string& text) {
+    const std::string p = (fs::path(o.out_dir) / name).string();
+    write_file_atomically(p, text);
+    return p;
   };
-  write("table.md", results_markdown(suite, rows, o.predict));
-  write("table.csv", results_csv(rows));
+  write(kTableMd, results_markdown(suite, rows, o.predict));
+  write(kTableCsv, results_csv(rows));
   const std::string json_path =
-      write("results.json", results_json(suite, rows, o.predict).dump(2) + "\n");
-  const std::string png = (fs::path(o.out_dir) / "throughput.png").string();
+      write(kResultsJson, results_json(suite, rows, o.predict).dump(2) + "\n");
+  const std::string png = (fs::path(o.out_dir) / kThroughputPng).string();
   const std::string why = write_plot(json_path, png);
   if (!why.empty()) std::fprintf(stderr, "no plot: %s\n", why.c_str());
-  std::fprintf(stderr, "wrote %s/{table.md,table.csv,results.json%s}\n", o.out_dir.c_str(),
-               why.empty() ? ",throughput.png" : "");
+  std::fprintf(stderr, "wrote %s/{%s,%s,%s%s}\n", o.out_dir.c_str(), kTableMd, kTableCsv,
+               kResultsJson, why.empty() ? (std::string(",") + kThroughputPng).c_str() : "");
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "policy/kv_policy.h"
 #include "policy/run_policy.h"
@@ -183,6 +184,19 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
     }
   }
   return s;
+}
+
+std::vector<NamedPath> suite_inputs(const Suite& suite) {
+  std::vector<NamedPath> inputs{{"the suite", suite.path}};
+  std::set<std::string> model_dirs;  // rows share models: each directory's files once
+  for (const SuiteRow& r : suite.rows) {
+    inputs.push_back({r.where + ": hardware_profile", r.hardware_profile});
+    if (r.peer) inputs.push_back({r.where + ": peer.script", r.peer->script});
+    if (model_dirs.insert(r.model).second) {
+      add_directory_inputs(inputs, r.model, "the model directory '" + r.model + "'");
+    }
+  }
+  return inputs;
 }
 
 Suite load_suite(const std::string& path) {

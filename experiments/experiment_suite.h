@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "experiments/output_paths.h"
 #include "policy/cost_model.h"
 
 namespace h2oflex {
@@ -54,5 +55,9 @@ struct Suite {
 // Loads and validates a suite; errors name the file, the row and the key.
 Suite load_suite(const std::string& path);
 Suite parse_suite(const YAML::Node& root, const std::string& path);
+
+// Every file a suite run reads: the suite, each row's hardware profile and peer script, and every
+// file of each row's model directory (for check_output_paths).
+std::vector<NamedPath> suite_inputs(const Suite& suite);
 
 }  // namespace h2oflex

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "runtime/core/error.h"
+#include "runtime/core/temp_file_cleanup.h"
 
 namespace h2oflex {
 
@@ -55,6 +56,50 @@ void check_writable_directory(const std::string& dir, const std::string& what) {
   H2OFLEX_INPUT_CHECK(why.empty(), what, " '", dir, "': cannot create files there: ", why);
 }
 
+std::string temporary_path_for(const std::string& path) {
+  return path + ".tmp";
+}
+
+void add_directory_inputs(std::vector<NamedPath>& inputs, const std::string& dir,
+                          const std::string& what) {
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_directory(ec)) inputs.push_back({"a file of " + what, it->path().string()});
+  }
+}
+
+std::vector<NamedPath> files_in(const std::string& dir, const std::vector<std::string>& names,
+                                const std::string& what) {
+  std::vector<NamedPath> out;
+  for (const std::string& name : names) {
+    out.push_back({what + " file " + name, (fs::path(dir) / name).string()});
+  }
+  return out;
+}
+
+OutputDirectory::OutputDirectory(const std::string& dir, const std::string& what) {
+  H2OFLEX_INPUT_CHECK(!dir.empty(), what, ": a directory is needed");
+  std::error_code ec;
+  std::vector<std::string> missing;
+  for (fs::path p = fs::absolute(dir).lexically_normal(); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    missing.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
+  fs::create_directories(dir, ec);
+  created_.assign(missing.rbegin(), missing.rend());
+  H2OFLEX_INPUT_CHECK(!ec, what, " '", dir, "': cannot create the directory: ", ec.message());
+  H2OFLEX_INPUT_CHECK(fs::is_directory(dir, ec), what, " '", dir, "' is not a directory");
+}
+
+OutputDirectory::~OutputDirectory() {
+  std::error_code ec;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ec);  // if empty
+}
+
 void check_output_paths(const std::vector<NamedPath>& inputs,
                         const std::vector<NamedPath>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -74,6 +119,10 @@ void check_output_paths(const std::vector<NamedPath>& inputs,
       H2OFLEX_INPUT_CHECK(!same_file(out.path, in.path), out.what, " '", out.path, "' and ",
                           in.what, " '", in.path,
                           "' are the same file; writing the one would destroy the other");
+      const std::string tmp = temporary_path_for(out.path);
+      H2OFLEX_INPUT_CHECK(!same_file(tmp, in.path), out.what, " '", out.path,
+                          "' is written through '", tmp, "', which is ", in.what, " '", in.path,
+                          "'; writing the one would destroy the other");
     }
     for (size_t j = 0; j < i; ++j) {
       if (outputs[j].path.empty()) continue;
@@ -95,9 +144,10 @@ std::string beside_output(const std::string& output_path, const std::string& suf
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path_for(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(detail::concat("cannot create '", tmp, "': ", std::strerror(errno)));
+  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   std::string why;
   for (size_t done = 0; done < text.size() && why.empty();) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -114,10 +164,8 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   if (why.empty() && std::rename(tmp.c_str(), path.c_str()) != 0) {
     why = detail::concat("renaming it to '", path, "': ", std::strerror(errno));
   }
-  if (!why.empty()) {
-    ::unlink(tmp.c_str());
-    throw IoError(detail::concat("'", tmp, "': ", why));
-  }
+  if (!why.empty()) throw IoError(detail::concat("'", tmp, "': ", why));
+  cleanup.keep();
 }
 
 }  // namespace h2oflex

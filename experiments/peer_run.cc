@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "experiments/shell_command.h"
+#include "experiments/child_process.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
@@ -35,13 +35,17 @@ MeasuredRow run_peer(const SuiteRow& row) {
   const std::filesystem::path out =
       std::filesystem::temp_directory_path() /
       ("h2oflex-peer-" + std::to_string(::getpid()) + "-" + std::to_string(row.index) + ".json");
-  std::string cmd = shell_quote(peer_python()) + " " + shell_quote(row.peer->script) + " --model " +
-                    shell_quote(row.model) + " --batch " + std::to_string(batch) +
-                    " --prompt-len " + std::to_string(row.prompt_len) + " --gen-len " +
-                    std::to_string(row.gen_len);
-  for (const auto& [key, value] : row.peer->args) cmd += " --" + key + " " + shell_quote(value);
-  cmd += " --json " + shell_quote(out.string()) + " 2>&1";
-  const CommandResult r = run_shell_command(cmd);
+  std::vector<std::string> argv{
+      peer_python(), row.peer->script,           "--model",      row.model,
+      "--batch",     std::to_string(batch),      "--prompt-len", std::to_string(row.prompt_len),
+      "--gen-len",   std::to_string(row.gen_len)};
+  for (const auto& [key, value] : row.peer->args) {
+    argv.push_back("--" + key);
+    argv.push_back(value);
+  }
+  argv.push_back("--json");
+  argv.push_back(out.string());
+  const ChildResult r = run_child(argv);
   struct Remove {
     std::filesystem::path p;
     ~Remove() {
@@ -50,9 +54,9 @@ MeasuredRow run_peer(const SuiteRow& row) {
     }
   } remove{out};
   MeasuredRow m;
-  if (r.status != 0) {
+  if (r.exit_code != 0) {
     m.skip_reason = "peer failed (" + peer_python() + " " + row.peer->script + ", status " +
-                    std::to_string(r.status) + "): " + tail(r.output, 300);
+                    std::to_string(r.exit_code) + "): " + tail(r.output, 300);
     return m;
   }
   std::ifstream in(out);

@@ -64,7 +64,9 @@ nlohmann::json policy_json(const policy::Policy& p) {
 
 int run_plan(const PlanOptions& o) {
   if (o.stages != 1 || !o.stage_hardware.empty()) return run_pipeline_plan(o);
-  check_output_paths({{"--hardware", o.hardware_path}}, {{"--json", o.json_out}});
+  std::vector<NamedPath> inputs{{"--hardware", o.hardware_path}};
+  add_directory_inputs(inputs, o.model, "--model '" + o.model + "'");
+  check_output_paths(inputs, {{"--json", o.json_out}});
   const policy::HardwareProfile hw = policy::load_hardware_profile(o.hardware_path);
   const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
   H2OFLEX_INPUT_CHECK(o.prompt_len >= 1 && o.gen_len >= 1, "plan: --prompt-len ", o.prompt_len,

@@ -34,6 +34,7 @@ int run_pipeline_plan(const PlanOptions& o) {
   const std::vector<std::string> paths = stage_profile_paths(o);
   std::vector<NamedPath> inputs{{"--hardware", o.hardware_path}};
   for (const std::string& p : paths) inputs.push_back({"--stage-hardware", p});
+  add_directory_inputs(inputs, o.model, "--model '" + o.model + "'");
   check_output_paths(inputs, {{"--json", o.json_out}});
   H2OFLEX_INPUT_CHECK(o.prompt_len >= 1 && o.gen_len >= 1, "plan: --prompt-len ", o.prompt_len,
                       " and --gen-len ", o.gen_len, " must be >= 1");

@@ -1,7 +1,6 @@
 #include "experiments/profile_command.h"
 
 #include <fcntl.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,8 +24,10 @@
 #include "offload/io/disk_file.h"
 #include "offload/io/io_engine.h"
 #include "runtime/core/byte_size.h"
+#include "runtime/core/disk_space.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
+#include "runtime/core/temp_file_cleanup.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/timer.h"
 #include "runtime/ops/ops.h"
@@ -43,6 +44,11 @@ Tensor random_tensor(Shape shape, DType dtype, uint64_t stream, float stddev) {
   return dtype == DType::F32 ? f : to_dtype(f, dtype);
 }
 
+// The file the disk measurement writes and removes in --disk-path.
+std::string disk_test_file(const std::string& dir) {
+  return detail::concat(dir, "/h2oflex-profile-", ::getpid(), ".bin");
+}
+
 struct DiskRates {
   double read_bps = 0, write_bps = 0;
   double write_op_s = 0;  // seconds per small scattered write beyond its bytes
@@ -56,7 +62,8 @@ struct DiskRates {
 // one pass (~1 s) is a snapshot that a suite run minutes later does not see.
 DiskRates measure_disk(const std::string& dir, uint64_t size, int read_passes) {
   constexpr uint64_t kCall = 64ull << 20;
-  const std::string path = detail::concat(dir, "/h2oflex-profile-", ::getpid(), ".bin");
+  const std::string path = disk_test_file(dir);
+  const TempFile cleanup(path);  // also on SIGINT / SIGTERM
   DiskFileOptions fo;
   fo.remove_on_close = true;
   auto file = DiskFile::open(path, FileOpen::CreateTruncate, fo);
@@ -68,7 +75,7 @@ DiskRates measure_disk(const std::string& dir, uint64_t size, int read_passes) {
   for (size_t i = 0; i < call / 8; ++i) words[i] = rng();
   io.register_buffer(buffer.data(), buffer.size());
   // Blocks reserved untimed: a run's disk tier writes into files it has already sized.
-  ::posix_fallocate(file->fd(), 0, static_cast<off_t>(size));
+  reserve_file_blocks(file->fd(), path, size);
   DiskRates r;
   r.direct = file->is_direct();
   Stopwatch w;
@@ -247,13 +254,6 @@ uint64_t mem_total_bytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
-uint64_t free_disk_bytes(const std::string& dir) {
-  struct statvfs st;
-  H2OFLEX_INPUT_CHECK(::statvfs(dir.c_str(), &st) == 0, "profile: --disk-path '", dir,
-                      "': cannot stat the file system: ", std::strerror(errno));
-  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
-}
-
 // Rounds down to a multiple of 256 MiB (sizes in the profile read as whole numbers).
 uint64_t round_down(uint64_t bytes) {
   constexpr uint64_t kUnit = 256ull << 20;
@@ -261,11 +261,14 @@ uint64_t round_down(uint64_t bytes) {
 }
 
 void check_options(const ProfileOptions& o) {
-  check_output_paths({}, {{"--out", o.out_path}});
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(o.disk_path), "profile: --disk-path '",
                       o.disk_path, "' is not a directory");
+  check_output_paths({},
+                     {{"--out", o.out_path}, {"the disk test file", disk_test_file(o.disk_path)}});
   H2OFLEX_INPUT_CHECK(o.disk_bytes >= (1u << 20) && o.disk_bytes % (1u << 20) == 0,
                       "profile: --size must be a positive multiple of 1 MiB, got ", o.disk_bytes);
+  check_free_space(o.disk_path, o.disk_bytes, "profile: the disk test file (--size)",
+                   "choose a smaller --size or another --disk-path");
   H2OFLEX_INPUT_CHECK(o.memcpy_bytes >= 4096, "profile: memcpy size must be >= 4096 bytes");
   H2OFLEX_INPUT_CHECK(opt_config_by_name(o.model).has_value(), "profile: --model '", o.model,
                       "' is not an OPT family name");
@@ -390,7 +393,7 @@ ProfileMeasurements measure_hardware(const ProfileOptions& o) {
   const uint64_t ram = mem_total_bytes();
   hw.device_mem = round_down(ram / 3);
   hw.host_mem = round_down(ram / 2);
-  hw.disk_mem = round_down(free_disk_bytes(o.disk_path));
+  hw.disk_mem = round_down(free_bytes_at(o.disk_path));
   hw.usable_fraction = 0.9;
   hw.ctog_bdw = hw.gtoc_bdw_cache = hw.gtoc_bdw_hidden = m.memcpy_bps;
   hw.dtoc_bdw = m.disk_read_bps;

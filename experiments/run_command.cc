@@ -414,7 +414,7 @@ int run_command(const RunOptions& options) {
   // Before any work: the result must not overwrite an input, and must be writable.
   std::vector<NamedPath> inputs{{"the config file", options.config_path}};
   for (const RunConfig& config : configs) {
-    inputs.push_back({config.source + ": hardware_profile", config.hardware_profile});
+    for (NamedPath& in : run_config_inputs(config)) inputs.push_back(std::move(in));
     check_run_paths(config);
   }
   check_output_paths(inputs, {{"--json", options.json_out}});

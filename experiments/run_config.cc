@@ -326,6 +326,12 @@ void check_run_paths(const RunConfig& c) {
   }
 }
 
+std::vector<NamedPath> run_config_inputs(const RunConfig& c) {
+  std::vector<NamedPath> inputs{{c.source + ": hardware_profile", c.hardware_profile}};
+  add_directory_inputs(inputs, c.model, "the model directory '" + c.model + "'");
+  return inputs;
+}
+
 ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu) {
   if (auto chosen = ops::parse_compute_dtype(compute_dtype, "compute_dtype")) return *chosen;
   return on_gpu ? ops::ComputeType::BF16 : ops::fastest_cpu_compute_type();

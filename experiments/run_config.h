@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/output_paths.h"
 #include "policy/kv_policy.h"
 #include "runtime/core/op_types.h"
 
@@ -61,6 +62,9 @@ std::vector<RunConfig> with_overrides_named(
 // Checks made on the file system before a run starts: hardware.disk_path, when given, must be
 // an existing directory this process can create files in. Throws InputError naming the key.
 void check_run_paths(const RunConfig& config);
+// The files a run of `config` reads, for check_output_paths: its hardware profile and every file
+// of its model directory (none for a published model name).
+std::vector<NamedPath> run_config_inputs(const RunConfig& config);
 // Under `mpirun -np S` the config runs as pipeline stages, which need a `policy:` section (the
 // in-RAM path has no stages): InputError naming the config otherwise.
 void check_stages_have_policy(const RunConfig& c);

@@ -25,10 +25,17 @@ namespace {
 namespace fs = std::filesystem;
 
 // The config of a single eval command: the file, --set, --model, then eval's defaults.
-eval::EvalSetup open_eval(const EvalOptions& o, const std::string& command) {
-  return eval::EvalSetup(load_job_config({command, o.config_path, o.model_dir, o.overrides},
-                                         eval::apply_eval_defaults),
-                         command);
+RunConfig eval_config(const EvalOptions& o, const std::string& command) {
+  return load_job_config({command, o.config_path, o.model_dir, o.overrides},
+                         eval::apply_eval_defaults);
+}
+
+// What an eval reads: its --text or --tasks, --config, and what the run config names.
+std::vector<NamedPath> eval_inputs(const EvalOptions& o, const char* input_flag,
+                                   const RunConfig& config) {
+  std::vector<NamedPath> inputs{{input_flag, o.input}, {"--config", o.config_path}};
+  for (NamedPath& in : run_config_inputs(config)) inputs.push_back(std::move(in));
+  return inputs;
 }
 
 void check_input_file(const std::string& path, const char* flag) {
@@ -81,10 +88,11 @@ void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
 
 int run_eval_perplexity(const EvalOptions& o) {
   check_input_file(o.input, "--text");
-  check_output_paths({{"--text", o.input}, {"--config", o.config_path}}, {{"--json", o.json_out}});
+  RunConfig config = eval_config(o, "eval perplexity");
+  check_output_paths(eval_inputs(o, "--text", config), {{"--json", o.json_out}});
   const std::string text = eval::read_text_file(o.input, "--text");
   H2OFLEX_INPUT_CHECK(!text.empty(), "--text '", o.input, "' is empty");
-  eval::EvalSetup s = open_eval(o, "eval perplexity");
+  eval::EvalSetup s(std::move(config), "eval perplexity");
   const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
   const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
   H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
@@ -120,7 +128,8 @@ int run_eval_perplexity(const EvalOptions& o) {
 int run_eval_choice(const EvalOptions& o) {
   check_input_file(o.input, "--tasks");
   const std::string errors = generate::errors_path_for(o.json_out.empty() ? o.input : o.json_out);
-  check_output_paths({{"--tasks", o.input}, {"--config", o.config_path}},
+  RunConfig config = eval_config(o, "eval choice");
+  check_output_paths(eval_inputs(o, "--tasks", config),
                      {{"--json", o.json_out}, {"the error report", errors}});
   generate::check_error_report_replaceable(errors);
   const eval::ParsedTasks parsed = eval::read_choice_tasks(o.input);
@@ -132,7 +141,7 @@ int run_eval_choice(const EvalOptions& o) {
   generate::write_error_report(errors, parsed.errors);
   H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
                       parsed.errors.size(), " bad lines, reported in ", errors, ")");
-  eval::EvalSetup s = open_eval(o, "eval choice");
+  eval::EvalSetup s(std::move(config), "eval choice");
   const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
 
   Stopwatch watch;

@@ -28,6 +28,13 @@ using policy::require_mapping;
 
 namespace {
 
+// The files `eval suite` writes into --out; the path guard checks exactly these.
+constexpr const char* kTableMd = "table.md";
+constexpr const char* kTableCsv = "table.csv";
+constexpr const char* kResultsJson = "results.json";
+constexpr const char* kPlotPy = "quality_plot.py";
+constexpr const char* kPlotPng = "quality.png";
+
 std::string resolve(const std::string& suite_path, const std::string& p) {
   const fs::path path(p);
   return path.is_absolute()
@@ -188,13 +195,36 @@ QualitySuite load_quality_suite(const std::string& path) {
   return s;
 }
 
+namespace {
+
+// Every file the suite run reads: the suite, its texts and task files, the hardware profile its
+// config names, and every file of the model directory.
+std::vector<NamedPath> quality_suite_inputs(const QualitySuite& suite) {
+  std::vector<NamedPath> inputs{{"the suite", suite.path}};
+  for (const QualityTask& t : suite.tasks) {
+    inputs.push_back({suite.path + ": task " + t.name, t.input});
+  }
+  std::vector<YAML::Node> configs{suite.config};
+  for (const QualityVariant& v : suite.variants) configs.push_back(v.config);
+  for (const YAML::Node& c : configs) {
+    if (c.IsMap() && c["hardware_profile"] && c["hardware_profile"].IsScalar()) {
+      inputs.push_back({suite.path + ": hardware_profile", c["hardware_profile"].Scalar()});
+    }
+  }
+  add_directory_inputs(inputs, suite.model, "the model directory '" + suite.model + "'");
+  return inputs;
+}
+
+}  // namespace
+
 int run_quality_suite(const std::string& suite_path, const std::string& out_dir) {
   H2OFLEX_INPUT_CHECK(!out_dir.empty(), "eval suite: --out DIR is required");
   const QualitySuite suite = load_quality_suite(suite_path);
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  H2OFLEX_INPUT_CHECK(!ec, out_dir, ": cannot create output directory: ", ec.message());
-  check_writable_directory(out_dir, "--out");
+  // Before any cell runs: no file written into --out may be one the suite reads.
+  OutputDirectory made(out_dir, "--out");
+  check_output_paths(
+      quality_suite_inputs(suite),
+      files_in(out_dir, {kTableMd, kTableCsv, kResultsJson, kPlotPy, kPlotPng}, "--out"));
 
   // Inputs read once (with the first variant's tokenizer; variants share the model).
   std::vector<std::vector<int32_t>> texts(suite.tasks.size());
@@ -351,16 +381,17 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   doc["tasks"] = tasks;
   doc["policies"] = labels;
   doc["cells"] = cells;
+  made.keep();
   const fs::path out(out_dir);
-  write_file_atomically((out / "table.md").string(), md.str());
-  write_file_atomically((out / "table.csv").string(), csv.str());
-  const std::string json_path = (out / "results.json").string();
+  write_file_atomically((out / kTableMd).string(), md.str());
+  write_file_atomically((out / kTableCsv).string(), csv.str());
+  const std::string json_path = (out / kResultsJson).string();
   write_file_atomically(json_path, doc.dump(2) + "\n");
   const std::string why =
-      write_plot_with(kQualityPlot, "quality_plot.py", json_path, (out / "quality.png").string());
+      write_plot_with(kQualityPlot, kPlotPy, json_path, (out / kPlotPng).string());
   if (!why.empty()) std::fprintf(stderr, "eval suite: no plot: %s\n", why.c_str());
-  std::fprintf(stderr, "eval suite: wrote %s/{table.md,table.csv,results.json%s}\n",
-               out_dir.c_str(), why.empty() ? ",quality.png" : "");
+  std::fprintf(stderr, "eval suite: wrote %s/{%s,%s,%s%s}\n", out_dir.c_str(), kTableMd, kTableCsv,
+               kResultsJson, why.empty() ? (std::string(",") + kPlotPng).c_str() : "");
   std::fputs(md.str().c_str(), stdout);
   return 0;
 }

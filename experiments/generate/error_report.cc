@@ -14,6 +14,7 @@
 
 #include "experiments/output_paths.h"
 #include "runtime/core/error.h"
+#include "runtime/core/temp_file_cleanup.h"
 
 namespace h2oflex::generate {
 
@@ -59,9 +60,10 @@ void write_error_report(const std::string& path, std::vector<LineError> errors) 
     text += j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   }
   // Written beside and renamed over, so a reader never sees half a report.
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temporary_path_for(path);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   H2OFLEX_INPUT_CHECK(fd >= 0, "cannot write '", tmp, "': ", std::strerror(errno));
+  TempFile cleanup(tmp);  // removed on a failure below and on SIGINT / SIGTERM
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -78,6 +80,7 @@ void write_error_report(const std::string& path, std::vector<LineError> errors) 
   if (!synced || std::rename(tmp.c_str(), path.c_str()) != 0) {
     throw IoError(detail::concat("saving '", path, "': ", std::strerror(errno)));
   }
+  cleanup.keep();
 }
 
 }  // namespace h2oflex::generate

@@ -39,7 +39,7 @@ namespace fs = std::filesystem;
 constexpr int kDefaultBatchSize = 16;
 constexpr int kDefaultMaxNewTokens = 32;
 
-void check_paths(const GenerateJobOptions& o) {
+void check_paths(const GenerateJobOptions& o, const RunConfig& config) {
   H2OFLEX_INPUT_CHECK(!o.input.empty(), "generate needs --input IN.jsonl");
   H2OFLEX_INPUT_CHECK(!o.output.empty(), "generate needs --output OUT.jsonl");
   H2OFLEX_INPUT_CHECK(fs::is_regular_file(o.input) || fs::is_fifo(o.input), "input file '", o.input,
@@ -48,11 +48,12 @@ void check_paths(const GenerateJobOptions& o) {
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read input file '", o.input, "': ", std::strerror(errno));
   const std::string errors = generate::errors_path_for(o.output);
   const std::string record = generate::job_record_path_for(o.output);
-  check_output_paths({{"--input", o.input}, {"--config", o.config_path}},
-                     {{"--output", o.output},
-                      {"the error report of --output", errors},
-                      {"the job record of --output", record},
-                      {"--json", o.summary_json}});
+  std::vector<NamedPath> inputs{{"--input", o.input}, {"--config", o.config_path}};
+  for (NamedPath& in : run_config_inputs(config)) inputs.push_back(std::move(in));
+  check_output_paths(inputs, {{"--output", o.output},
+                              {"the error report of --output", errors},
+                              {"the job record of --output", record},
+                              {"--json", o.summary_json}});
   generate::check_error_report_replaceable(errors);
   generate::read_job_record(record);  // refuses a file that is not a record (never overwritten)
 }
@@ -131,8 +132,8 @@ int follow_generate_job(const GenerateJobOptions& options) {
 
 int run_generate(const GenerateJobOptions& options) {
   if (!speaks_for_job()) return follow_generate_job(options);
-  check_paths(options);
   RunConfig config = load_generate_config(options);
+  check_paths(options, config);
   check_run_paths(config);
   adopt_recorded_compute_type(options.output, config);
   const BpeTokenizer tokenizer = load_job_tokenizer(config.model, "generate");

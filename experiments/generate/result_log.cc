@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <utility>
 
@@ -63,6 +64,8 @@ ResultLog ResultLog::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   H2OFLEX_INPUT_CHECK(fd >= 0, "cannot open output file '", path, "': ", errno_text());
   ResultLog log(path, fd);
+  log.created_ = !existed;
+  log.uncaught_at_open_ = std::uncaught_exceptions();
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     throw InputError(
         detail::concat("output file '", path, "' is locked: another generate job is writing it"));
@@ -78,10 +81,18 @@ ResultLog::ResultLog(ResultLog&& other) noexcept
       done_(std::move(other.done_)),
       lines_(other.lines_),
       size_(other.size_),
-      truncated_(other.truncated_) {}
+      truncated_(other.truncated_),
+      created_(other.created_),
+      uncaught_at_open_(other.uncaught_at_open_) {}
 
 ResultLog::~ResultLog() {
-  if (fd_ >= 0) ::close(fd_);  // also releases the lock
+  if (fd_ < 0) return;
+  // A job that fails before its first result (a full disk while writing its error report)
+  // leaves no output it created with nothing in it; removed while the lock is still held.
+  if (created_ && lines_ == 0 && std::uncaught_exceptions() > uncaught_at_open_) {
+    ::unlink(path_.c_str());
+  }
+  ::close(fd_);  // also releases the lock
 }
 
 void ResultLog::recover() {

@@ -16,7 +16,8 @@ namespace h2oflex::generate {
 class ResultLog {
  public:
   // Opens or creates `path`, takes an exclusive lock on it (a second job writing the same output
-  // is an InputError), reads the ids already written and removes a torn last line.
+  // is an InputError), reads the ids already written and removes a torn last line. A file it
+  // created is removed again when the log is destroyed by an exception before any line.
   static ResultLog open(const std::string& path);
 
   ResultLog(ResultLog&& other) noexcept;
@@ -43,6 +44,8 @@ class ResultLog {
   int64_t lines_ = 0;
   int64_t size_ = 0;
   int64_t truncated_ = 0;
+  bool created_ = false;      // open() created the file
+  int uncaught_at_open_ = 0;  // std::uncaught_exceptions() then: more at destruction = a failure
 };
 
 }  // namespace h2oflex::generate

@@ -13,12 +13,11 @@ struct sigaction g_previous_int, g_previous_term;
 
 extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
-  // The next SIGINT or SIGTERM takes its default action (sigaction is async-signal-safe).
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  sigaction(SIGINT, &dfl, nullptr);
-  sigaction(SIGTERM, &dfl, nullptr);
+  // The next SIGINT or SIGTERM goes to the handlers found at install: the temporary-file
+  // cleanup (temp_file_cleanup.h), which removes what is half written and then ends the process
+  // (sigaction is async-signal-safe).
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
   // Said now, not after the block: the user must know the job heard them and that pressing
   // Ctrl-C again kills it (write() is async-signal-safe; its result cannot be acted on here).
   static const char kMessage[] =

@@ -1,6 +1,7 @@
 // SIGINT / SIGTERM ask a generate job to stop after the block in flight: the handler only sets a
-// flag that the job checks between blocks. A second signal is not caught: it ends the process
-// at once (a job must still be stoppable when a block takes long).
+// flag that the job checks between blocks. A second signal goes to the handler found before
+// (the temporary-file cleanup, which then ends the process): a job must still be stoppable at
+// once when a block takes long.
 #pragma once
 
 namespace h2oflex::generate {

@@ -15,7 +15,9 @@
 
 #include "offload/io/aligned_buffer.h"
 #include "offload/weights/xxhash64.h"
+#include "runtime/core/disk_space.h"
 #include "runtime/core/error.h"
+#include "runtime/core/temp_file_cleanup.h"
 
 namespace h2oflex {
 namespace {
@@ -130,17 +132,14 @@ void WeightLayout::write(const std::string& directory, const std::string& model_
   const std::string data_tmp = data_path + ".tmp";
   fs::remove(index_path);  // no index until the data is complete
   fs::remove(data_path);   // the old data is stale: do not hold two copies on the disk
-  // Whatever stops the build (a full disk, a failing producer) must not leave a partial data
-  // file filling the disk: it is removed, and only a complete one is renamed into place.
-  struct RemoveOnFailure {
-    const std::string& path;
-    bool armed = true;
-    ~RemoveOnFailure() {
-      if (armed) ::unlink(path.c_str());
-    }
-  } cleanup{data_tmp};
+  // Whatever stops the build (a full disk, a failing producer, SIGINT) must not leave a partial
+  // data file filling the disk: it is removed, and only a complete one is renamed into place.
+  TempFile cleanup(data_tmp);
   auto file = DiskFile::open(data_tmp, FileOpen::CreateTruncate);
   const uint64_t align = std::max<uint64_t>(options.alignment, file->block());
+  uint64_t total = 0;
+  for (const TensorSpec& spec : specs) total += up(spec.bytes, align);
+  check_free_space(directory, total, "the weight layout '" + data_path + "'");
   // The chunk is a multiple of the alignment and of every element size (all divide 4096).
   const size_t chunk =
       static_cast<size_t>(std::max<uint64_t>(up(options.chunk_bytes, align), align));
@@ -182,7 +181,7 @@ void WeightLayout::write(const std::string& directory, const std::string& model_
     throw IoError(
         detail::concat("renaming '", data_tmp, "' to '", data_path, "': ", std::strerror(errno)));
   }
-  cleanup.armed = false;
+  cleanup.keep();
 
   nlohmann::json index = {{"format_version", kFormatVersion},
                           {"model_key", model_key},
@@ -192,17 +191,17 @@ void WeightLayout::write(const std::string& directory, const std::string& model_
                           {"checksum", "xxh64"},
                           {"tensors", tensors}};
   const std::string tmp = index_path + ".tmp";
+  TempFile index_cleanup(tmp);
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << index.dump(1) << "\n";
     out.flush();
     if (!out) {
-      out.close();
-      ::unlink(tmp.c_str());
       throw IoError(detail::concat("cannot write weight layout index '", tmp, "'"));
     }
   }
   fs::rename(tmp, index_path);
+  index_cleanup.keep();
 }
 
 std::unique_ptr<WeightLayout> WeightLayout::open(const std::string& directory) {

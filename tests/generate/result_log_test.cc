@@ -1,13 +1,19 @@
 // The output file: appends survive reopening, a torn last line is cut away, foreign content is
 // refused untouched, and two jobs cannot write one file.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
+
+#include "experiments/generate/error_report.h"
 #include "experiments/generate/result_log.h"
 #include "runtime/core/error.h"
 #include "tests/generate/generate_test_support.h"
 
 namespace h2oflex::generate {
 namespace {
+
+namespace fs = std::filesystem;
 
 using testing::GenerateScratchTest;
 using testing::read_text;
@@ -84,6 +90,56 @@ TEST_F(ResultLogTest, SecondWriterIsRefused) {
 
 TEST_F(ResultLogTest, MissingDirectoryIsAnInputError) {
   EXPECT_THROW(ResultLog::open((dir() / "no/such/dir/out.jsonl").string()), InputError);
+}
+
+// Issue 49, defect 11: a full disk while the job writes its error report (here the file-size
+// limit, which fails a write as a full disk does) leaves neither the report's temporary file nor
+// an empty output the job created; an output that held results is kept.
+class FullDiskTest : public ResultLogTest {
+ protected:
+  void SetUp() override {
+    ResultLogTest::SetUp();
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved_), 0);
+    previous_ = std::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead
+  }
+  void TearDown() override {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_);
+    ResultLogTest::TearDown();
+  }
+  // Opens the output, then writes an error report larger than the limit, as a job starts; the
+  // failure leaves through the scope that holds the log, as in the job.
+  void start_job_on_a_full_disk() {
+    std::vector<LineError> errors;
+    for (int i = 0; i < 200; ++i) errors.push_back({i + 1, "id" + std::to_string(i), "bad line"});
+    ResultLog log = ResultLog::open(out());
+    rlimit small = saved_;
+    small.rlim_cur = 1024;
+    struct Restore {
+      const rlimit& saved;
+      ~Restore() { ::setrlimit(RLIMIT_FSIZE, &saved); }
+    } restore{saved_};
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    write_error_report(errors_path_for(out()), errors);
+  }
+  rlimit saved_{};
+  void (*previous_)(int) = nullptr;
+};
+
+TEST_F(FullDiskTest, LeavesNoTemporaryReportAndNoEmptyOutput) {
+  EXPECT_THROW(start_job_on_a_full_disk(), IoError);
+  EXPECT_FALSE(fs::exists(errors_path_for(out()) + ".tmp")) << "the report's .tmp was left";
+  EXPECT_FALSE(fs::exists(errors_path_for(out())));
+  EXPECT_FALSE(fs::exists(out())) << "an empty output was left";
+}
+
+TEST_F(FullDiskTest, KeepsAnOutputThatHeldResults) {
+  {
+    ResultLog log = ResultLog::open(out());
+    log.append({line("a")}, {"a"});
+  }
+  EXPECT_THROW(start_job_on_a_full_disk(), IoError);
+  EXPECT_EQ(read_text(out()), line("a") + "\n");
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // printed (stdout and stderr together) and its exit code — for the tests of the command line.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdio>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "experiments/child_process.h"
 
 namespace h2oflex::testing_support {
 
@@ -14,15 +15,20 @@ struct Outcome {
   std::string output;
 };
 
+// Each argument as it is, quotes, spaces and all (no shell reads them).
+inline Outcome run_h2oflex(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{H2OFLEX_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ChildResult r = run_child(argv);
+  return {r.exit_code, std::move(r.output)};
+}
+
+// `args` split at whitespace: for arguments without spaces.
 inline Outcome run_h2oflex(const std::string& args) {
-  const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::string out;
-  if (pipe == nullptr) return {-1, "popen failed: " + cmd};
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  std::istringstream in(args);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return run_h2oflex(words);
 }
 
 }  // namespace h2oflex::testing_support
