@@ -135,6 +135,38 @@ CONVERSATIONS = [
 ]
 
 
+# Small templates for the rules a chat template may lean on, rendered with `x` = SNIPPET_X.
+SNIPPET_X = {"s": " a\tb ", "n": 3, "f": 2.5, "l": [1, "two", None, False], "d": {"k": "v"},
+             "u": "été 🙂"}
+SNIPPETS = [
+    "  {% if true %}\n  kept\n  {% endif %}\n  tail",   # lstrip_blocks + trim_blocks
+    "a  {%+ if true %}b{% endif +%}\nc",                   # "+" keeps both
+    "a {#- gone -#} b {# kept #}\nc",
+    "line\r\nnext\rlast\n",                              # newlines normalized, final one dropped
+    "{{ 'x' }}\n{{ 'y' }}\n",                             # no trim after }}
+    "{{ '\\n\\t\\x41\\u00e9\\\\ \\' \\q' }}|{{ \"a\" 'b' }}",  # escapes, adjacent literals
+    "{{ x.f }} {{ x.f * 2 }} {{ 10 / 4 }} {{ 1e20 }} {{ 0.00001 }} {{ 1.5e3 }} {{ -x.n }}",
+    "{{ x.l }} {{ x.d }} {{ x.u }} {{ [x.s] }} {{ none }} {{ true }}",
+    "{{ x.l | tojson }} {{ x.d | tojson(indent=2) }} {{ x.u | tojson }} {{ x.s | tojson }}",
+    "{{ x.s | trim }}|{{ x.s.strip() }}|{{ x.s.lstrip() }}|{{ x.s.rstrip() }}|{{ x.u | length }}",
+    "{{ x.u[0] }}{{ x.u[-1] }} {{ x.u[1:3] }} {{ x.l[1:] }} {{ x.l[::2] }} {{ x.l[10] is defined }}",
+    "{{ x.missing }}|{{ x.d.missing is defined }}|{{ x.d['k'] }}|{{ x['d'].k }}|{{ x.n is number }}",
+    "{{ 'ab' < 'b' }} {{ 1 == 1.0 }} {{ true == 1 }} {{ 'a' == none }} {{ [1] == [1] }}",
+    "{{ 'A' ~ 1 ~ none ~ x.missing }} {{ 'a' + 'b' }} {{ -7 // 2 }} {{ -7 % 3 }}",
+    "{% set y = 1 %}{% for i in [1, 2] %}{{ y }}{% set y = i * 10 %}{{ y }}{% endfor %}{{ y }}",
+    "{% if x.n > 2 %}{% set z = 'set in if' %}{% endif %}{{ z }}",
+    "{% for a, b in x.d.items() %}{{ a }}={{ b }}{% endfor %} {{ x.d.keys() | list }} {{ x.d.values() | list }}",
+    "{{ x.s.split() }} {{ 'a,b,,c'.split(',') }} {{ 'a b c'.split(' ', 1) }}",
+    "{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'aXbX'.replace('X', '-') }}",
+    "{{ x.l | first }} {{ x.l | last }} {{ x.l | join(', ') }} {{ x.d.k | upper }} {{ 'AB' | lower }}",
+    "{{ x.n | string }}{{ x.l | length }}{{ '7' | int + 1 }}{{ x.f | int }}{{ '2.5' | float }}",
+    "{{ raise_exception('stop: ' ~ x.n) }}",
+    "{{ x.missing.attr }}",
+    "{{ x.missing + 'a' }}",
+    "{{ 'a' + 1 }}",
+]
+
+
 def environment():
     # As transformers builds it (chat_template_utils._compile_jinja_template).
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
@@ -185,6 +217,17 @@ def main():
                 except jinja2.exceptions.TemplateError as e:
                     case["error"] = str(e)
                 out["cases"].append(case)
+    out["snippet_x"] = SNIPPET_X
+    out["snippets"] = []
+    for source in SNIPPETS:
+        snippet = {"source": source}
+        try:
+            snippet["expected"] = env.from_string(source).render(x=SNIPPET_X)
+        except jinja2.exceptions.TemplateError as e:
+            snippet["error"] = str(e)
+        except TypeError as e:
+            snippet["error"] = "TypeError: " + str(e)
+        out["snippets"].append(snippet)
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)

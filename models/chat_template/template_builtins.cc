@@ -31,8 +31,15 @@ bool is_python_space(char32_t cp) {
          cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
-// Upper and lower case of ASCII letters only; other characters are kept.
+// Upper and lower case of ASCII text. Python maps every script's letters; rather than differ
+// from it on other text, this refuses it.
 std::string ascii_case(const std::string& s, bool upper) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      throw RenderFailure{std::string(upper ? "upper" : "lower") +
+                          "-casing text beyond ASCII is not supported"};
+    }
+  }
   std::string out = s;
   for (char& c : out) {
     if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');

@@ -94,7 +94,9 @@ class Parser {
       const Token& tok = cur();
       if (tok.kind == TK::kEnd) {
         if (!ends.empty()) {
-          fail("unexpected end of template, expected '" + *ends.begin() + "'");
+          std::string names;
+          for (const std::string& e : ends) names += (names.empty() ? "'" : ", '") + e + "'";
+          fail("unexpected end of template, expected one of " + names);
         }
         return body;
       }

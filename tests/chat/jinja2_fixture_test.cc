@@ -66,5 +66,32 @@ TEST(ChatTemplateFixture, EveryCaseRendersAsJinja2Does) {
   EXPECT_GE(raised, 8);  // Llama-2's and Mistral's alternation checks, Mistral's role check
 }
 
+// The rules templates lean on (whitespace control, escapes, Python's printing of values, scopes,
+// methods, filters), each a small template rendered with the same variable `x` as jinja2.
+TEST(ChatTemplateFixture, EverySnippetRendersOrFailsAsJinja2Does) {
+  const nlohmann::ordered_json doc = fixture();
+  const Dict variables = {{"x", value_from_json(doc["snippet_x"])}};
+  ASSERT_GE(doc["snippets"].size(), 20u);
+  for (const auto& snippet : doc["snippets"]) {
+    const std::string source = snippet["source"].get<std::string>();
+    const ChatTemplate t(source, "snippet", variables);
+    if (snippet.contains("expected")) {
+      EXPECT_EQ(t.render(Value::of_list({}), false), snippet["expected"].get<std::string>())
+          << source;
+      continue;
+    }
+    std::string error = snippet["error"].get<std::string>();
+    if (error.rfind("TypeError: ", 0) == 0) error = error.substr(11);
+    try {
+      t.render(Value::of_list({}), false);
+      ADD_FAILURE() << source << ": rendered, jinja2 raised " << error;
+    } catch (const RaisedException& e) {
+      EXPECT_EQ(std::string(e.what()), error) << source;
+    } catch (const TemplateError& e) {
+      EXPECT_EQ(std::string(e.what()), "line 1: " + error) << source;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace h2oflex::chat_template
