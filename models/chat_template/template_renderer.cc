@@ -100,6 +100,7 @@ Value arithmetic(const std::string& op, const Value& l, const Value& r) {
   }
   if (op == "**") {
     if (!real && y >= 0) {
+      if (y > 1000) throw RenderFailure{"an integer power above 1000 is not supported"};
       int64_t p = 1;
       for (int64_t k = 0; k < y; ++k) p *= x;
       return Value::integer(p);
