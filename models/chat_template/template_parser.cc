@@ -48,6 +48,10 @@ ExprPtr node(EK kind, int line) {
   return e;
 }
 
+// Deeper nesting than any chat template has; a bound so a hostile template cannot exhaust the
+// stack of the recursive parser (or of the evaluator, which follows the tree).
+constexpr int kMaxDepth = 200;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -59,6 +63,15 @@ class Parser {
   }
 
  private:
+  // Counts the parser's recursion while in scope.
+  struct Nesting {
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.depth_ > kMaxDepth) p_.fail("nesting deeper than 200 levels");
+    }
+    ~Nesting() { --p_.depth_; }
+    Parser& p_;
+  };
+
   const Token& cur() const { return t_[pos_]; }
   const Token& peek(size_t ahead = 1) const { return t_[std::min(pos_ + ahead, t_.size() - 1)]; }
   bool at_op(const char* op) const { return cur().kind == TK::kOperator && cur().text == op; }
@@ -131,6 +144,7 @@ class Parser {
   }
 
   std::unique_ptr<Stmt> parse_statement(const std::string& tag, int line) {
+    const Nesting nesting(*this);
     auto s = std::make_unique<Stmt>();
     s->line = line;
     if (tag == "for") {
@@ -195,6 +209,7 @@ class Parser {
   }
 
   ExprPtr parse_condexpr() {
+    const Nesting nesting(*this);
     ExprPtr e = parse_or();
     while (at_name("if")) {
       const int line = cur().line;
@@ -238,6 +253,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    const Nesting nesting(*this);
     if (at_name("not")) {
       ExprPtr n = node(EK::kUnary, t_[pos_++].line);
       n->name = "not";
@@ -310,6 +326,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter = true) {
+    const Nesting nesting(*this);
     ExprPtr e;
     if (at_op("-") || at_op("+")) {
       const Token& op = t_[pos_++];
@@ -536,6 +553,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -48,6 +48,22 @@ TEST(ChatTemplateRefusal, UnsupportedConstructsAreNamedWithTheirLine) {
     EXPECT_NE(message.find(expected), std::string::npos) << source << " -> " << message;
   }
   EXPECT_EQ(refusal("{% for m in messages %}{{ m.content | trim }}{% endfor %}"), "");
+  // Nesting is bounded, so a hostile template cannot exhaust the stack.
+  EXPECT_NE(refusal("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}")
+                .find("nesting deeper than 200 levels"),
+            std::string::npos);
+  std::string deep_ifs;
+  for (int k = 0; k < 300; ++k) deep_ifs += "{% if true %}";
+  EXPECT_NE(refusal(deep_ifs).find("nesting deeper than 200 levels"), std::string::npos);
+  EXPECT_NE(refusal("{{ " +
+                    [] {
+                      std::string nots;
+                      for (int k = 0; k < 100000; ++k) nots += "not ";
+                      return nots;
+                    }() +
+                    "x }}")
+                .find("nesting deeper"),
+            std::string::npos);
 }
 
 TEST(ChatTemplateRefusal, RenderFailuresNameTheLine) {
