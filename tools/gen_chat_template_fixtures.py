@@ -160,6 +160,7 @@ SNIPPETS = [
     "{{ 'Hello'.startswith('He') }} {{ 'Hello'.endswith(('x', 'lo')) }} {{ 'aXbX'.replace('X', '-') }}",
     "{{ x.l | first }} {{ x.l | last }} {{ x.l | join(', ') }} {{ x.d.k | upper }} {{ 'AB' | lower }}",
     "{{ x.n | string }}{{ x.l | length }}{{ '7' | int + 1 }}{{ x.f | int }}{{ '2.5' | float }}",
+    "{{ '12abc' | int }} {{ ' 2.9 ' | int }} {{ 'x' | float }} {{ '1e999' | float }} {{ 1e999 }}",
     "{{ raise_exception('stop: ' ~ x.n) }}",
     "{{ x.missing.attr }}",
     "{{ x.missing + 'a' }}",

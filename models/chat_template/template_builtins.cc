@@ -1,6 +1,8 @@
 #include "models/chat_template/template_builtins.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "models/chat_template/template_error.h"
@@ -236,19 +238,27 @@ Value apply_filter(const std::string& name, const Value& value, const std::vecto
     if (value.is(Kind::kInt)) return value;
     if (value.is(Kind::kBool)) return Value::integer(value.b ? 1 : 0);
     if (value.is(Kind::kFloat)) return Value::integer(static_cast<int64_t>(std::trunc(value.f)));
-    try {
-      return Value::integer(std::stoll(strip_whitespace(to_str(value), true, true)));
-    } catch (const std::exception&) {
-      return Value::integer(0);
+    // jinja2: int(text), else int(float(text)), else the default 0.
+    const std::string text = strip_whitespace(to_str(value), true, true);
+    char* end = nullptr;
+    errno = 0;
+    const long long i = std::strtoll(text.c_str(), &end, 10);
+    if (!text.empty() && end == text.c_str() + text.size() && errno == 0) return Value::integer(i);
+    const double f = std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(f) &&
+        std::fabs(f) < 9.2e18) {
+      return Value::integer(static_cast<int64_t>(std::trunc(f)));
     }
+    return Value::integer(0);
   }
   if (name == "float") {
     if (value.is_number()) return Value::real(value.is(Kind::kFloat) ? value.f : double(value.i));
-    try {
-      return Value::real(std::stod(strip_whitespace(to_str(value), true, true)));
-    } catch (const std::exception&) {
-      return Value::real(0.0);
-    }
+    // Python's float(): the whole text must be a number (inf beyond a double's range); else
+    // jinja2's default, 0.0.
+    const std::string text = strip_whitespace(to_str(value), true, true);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    return Value::real(!text.empty() && end == text.c_str() + text.size() ? v : 0.0);
   }
   if (name == "abs") {
     if (value.is(Kind::kInt)) return Value::integer(value.i < 0 ? -value.i : value.i);

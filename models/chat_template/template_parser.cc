@@ -1,5 +1,6 @@
 #include "models/chat_template/template_parser.h"
 
+#include <cstdlib>
 #include <set>
 
 #include "models/chat_template/template_builtins.h"
@@ -341,6 +342,15 @@ class Parser {
     return e;
   }
 
+  // Python's integers have no bound; this renderer's stop at 64 bits.
+  static int64_t integer_literal(const Token& tok) {
+    try {
+      return std::stoll(tok.text);
+    } catch (const std::exception&) {
+      throw TemplateError(tok.line, "integer " + tok.text + " is beyond 64 bits");
+    }
+  }
+
   ExprPtr literal(Value v, int line) {
     ExprPtr e = node(EK::kLiteral, line);
     e->value = std::move(v);
@@ -369,15 +379,12 @@ class Parser {
     }
     if (tok.kind == TK::kInt) {
       ++pos_;
-      try {
-        return literal(Value::integer(std::stoll(tok.text)), line);
-      } catch (const std::exception&) {
-        throw TemplateError(line, "integer " + tok.text + " is out of range");
-      }
+      return literal(Value::integer(integer_literal(tok)), line);
     }
     if (tok.kind == TK::kFloat) {
       ++pos_;
-      return literal(Value::real(std::stod(tok.text)), line);
+      // strtod, as Python's float literal, gives inf beyond the range of a double.
+      return literal(Value::real(std::strtod(tok.text.c_str(), nullptr)), line);
     }
     if (skip_op("(")) {
       if (skip_op(")")) return node(EK::kList, line);  // ()
@@ -430,7 +437,7 @@ class Parser {
         if (cur().kind == TK::kInt) {
           ExprPtr item = node(EK::kItem, line);
           item->args.push_back(std::move(e));
-          item->args.push_back(literal(Value::integer(std::stoll(t_[pos_++].text)), line));
+          item->args.push_back(literal(Value::integer(integer_literal(t_[pos_++])), line));
           e = std::move(item);
           continue;
         }

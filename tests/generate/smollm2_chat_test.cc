@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "models/chat_template/model_chat_template.h"
 #include "tests/generate/generate_test_support.h"
 #include "tests/support/run_binary.h"
 
@@ -33,12 +34,34 @@ fs::path smollm2_dir() {
 
 using SmolLM2Chat = testing::GenerateScratchTest;
 
+json chat_fixture() {
+  std::ifstream in(fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/smollm2_chat/expected.json");
+  return json::parse(in);
+}
+
+// The prompt ids themselves: the template's text tokenized without added special tokens gives
+// apply_chat_template's ids, <|im_start|> and <|im_end|> as their own ids.
+TEST_F(SmolLM2Chat, PromptIdsEqualApplyChatTemplates) {
+  const fs::path model = smollm2_dir();
+  ASSERT_TRUE(fs::exists(model / "tokenizer.json"))
+      << model << " is missing: run tools/fetch_smollm2.sh (test.sh does)";
+  const BpeTokenizer tokenizer = load_tokenizer(model);  // as generate loads it
+  const auto chat = chat_template::load_model_chat_template(model);
+  ASSERT_TRUE(chat) << model << " has no chat template";
+  for (const json& c : chat_fixture()["cases"]) {
+    const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(c["messages"].dump());
+    const std::string text = chat->render(chat_template::value_from_json(messages), true);
+    EXPECT_EQ(tokenizer.encode(text, /*add_bos=*/false),
+              c["prompt_ids"].get<std::vector<int32_t>>())
+        << c["name"] << ": " << text;
+  }
+}
+
 TEST_F(SmolLM2Chat, AnswersChatRequestsWithTransformersGreedyText) {
   const fs::path model = smollm2_dir();
   ASSERT_TRUE(fs::exists(model / "model.safetensors"))
       << model << " is missing: run tools/fetch_smollm2.sh (test.sh does)";
-  std::ifstream in(fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/smollm2_chat/expected.json");
-  const json fixture = json::parse(in);
+  const json fixture = chat_fixture();
   // Both chat line formats: OpenAI batch lines, and the plain format for the last case.
   std::string lines;
   const size_t n = fixture["cases"].size();
