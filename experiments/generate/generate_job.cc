@@ -49,11 +49,12 @@ std::optional<chat_template::ChatTemplate> chat_template_for(const JobSettings& 
 }
 
 // A job with results keeps the settings it started with; a new (or empty) one records its own.
-void keep_job_record(const JobSettings& settings, bool has_results) {
+void keep_job_record(const JobSettings& settings, const nlohmann::ordered_json& record,
+                     bool has_results) {
   const std::string path = job_record_path_for(settings.output_path);
   const std::optional<nlohmann::ordered_json> recorded = read_job_record(path);
   if (has_results && recorded) {
-    check_same_job(*recorded, settings.job_record, path, settings.output_path);
+    check_same_job(*recorded, record, path, settings.output_path);
     return;
   }
   if (has_results) {
@@ -62,7 +63,7 @@ void keep_job_record(const JobSettings& settings, bool has_results) {
                  "settings, which the earlier results may not share\n",
                  settings.output_path.c_str(), path.c_str());
   }
-  write_job_record(path, settings.job_record);
+  write_job_record(path, record);
 }
 
 }  // namespace
@@ -83,7 +84,18 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
   summary.errors = static_cast<int64_t>(input.errors.size());
 
   ResultLog log = ResultLog::open(settings.output_path);  // locks the output first
-  if (!settings.job_record.is_null()) keep_job_record(settings, log.lines() > 0);
+  if (!settings.job_record.is_null()) {
+    nlohmann::ordered_json record = settings.job_record;
+    // The template decides a chat request's prompt: a resume must render with the same one.
+    if (chat) {
+      char digest[17];
+      std::snprintf(digest, sizeof digest, "%016llx",
+                    static_cast<unsigned long long>(
+                        stable_hash(chat->source().data(), chat->source().size())));
+      record["chat_template"] = digest;
+    }
+    keep_job_record(settings, record, log.lines() > 0);
+  }
   summary.truncated_bytes = log.truncated_bytes();
   if (log.truncated_bytes() > 0) {
     std::fprintf(stderr, "generate: removed a partial last line (%lld bytes) from %s\n",

@@ -8,7 +8,7 @@
 namespace h2oflex::chat_template {
 
 ChatTemplate::ChatTemplate(const std::string& source, std::string where, Dict variables)
-    : where_(std::move(where)), variables_(std::move(variables)) {
+    : source_(source), where_(std::move(where)), variables_(std::move(variables)) {
   try {
     body_ = std::make_shared<const Body>(parse_template(source));
   } catch (const TemplateError& e) {

@@ -26,9 +26,11 @@ class ChatTemplate {
   std::string render(const Value& messages, bool add_generation_prompt) const;
 
   const std::string& where() const { return where_; }
+  const std::string& source() const { return source_; }
 
  private:
   std::shared_ptr<const Body> body_;
+  std::string source_;
   std::string where_;
   Dict variables_;
 };

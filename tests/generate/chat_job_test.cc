@@ -100,6 +100,36 @@ TEST_F(ChatJobTest, ChatLinesAreRenderedWithTheModelsTemplateAndAnsweredAsMessag
   EXPECT_FALSE(by_id["plain"].contains("choices"));
 }
 
+TEST_F(ChatJobTest, AResumeWithAnotherTemplateIsRefused) {
+  write_model(kConfig);
+  write_text(dir() / "in.jsonl", R"({"id": "c", "messages": [{"role": "user", "content": "x"}]})"
+                                 "\n");
+  JobSettings s = settings();
+  s.job_record = {{"model", "m"}};
+  auto fake = [](const BlockWork& w) {
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& p : w.prompts) out.push_back(fake_generation(p, w.gen_len));
+    return out;
+  };
+  run_generate_job(s, demo_tokenizer(), fake);
+  const std::string out_before = testing::read_text(dir() / "out.jsonl");
+  // The same template resumes (nothing left to do); another is refused, naming the setting.
+  EXPECT_EQ(run_generate_job(s, demo_tokenizer(), fake).completed, 0);
+  write_model(R"({"bos_token": "</s>", "chat_template": "{{ messages[0].content }}"})");
+  write_text(dir() / "in.jsonl", R"({"id": "c", "messages": [{"role": "user", "content": "x"}]})"
+                                 "\n"
+                                 R"({"id": "d", "messages": [{"role": "user", "content": "y"}]})"
+                                 "\n");
+  try {
+    run_generate_job(s, demo_tokenizer(), fake);
+    FAIL() << "resumed with another chat template";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("started with chat_template"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(testing::read_text(dir() / "out.jsonl"), out_before);
+}
+
 TEST_F(ChatJobTest, AModelWithoutATemplateRefusesTheJobNamingTheLineAndNothingIsWritten) {
   write_model(R"({"bos_token": "</s>"})");
   write_text(dir() / "in.jsonl", R"({"id": "plain", "prompt": "x"})"
