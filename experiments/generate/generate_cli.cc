@@ -13,7 +13,8 @@ CLI::App* add_generate_subcommand(CLI::App& app, GenerateJobOptions& options) {
   cmd->add_option("--input", options.input,
                   "requests, one JSON per line: {id, prompt, max_new_tokens?, temperature?, "
                   "top_p?, stop?} or OpenAI batch lines {custom_id, body: {prompt, max_tokens?, "
-                  "...}}")
+                  "...}}; chat requests have messages: [{role, content}, ...] in place of "
+                  "prompt (url /v1/chat/completions), rendered with the model's chat template")
       ->required();
   cmd->add_option("--output", options.output,
                   "results, one JSON per line (appended; finished ids are skipped); bad input "

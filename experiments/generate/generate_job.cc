@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "experiments/generate/completion.h"
@@ -10,6 +11,7 @@
 #include "experiments/generate/job_record.h"
 #include "experiments/generate/progress_meter.h"
 #include "experiments/generate/result_log.h"
+#include "models/chat_template/model_chat_template.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/timer.h"
@@ -18,22 +20,41 @@ namespace h2oflex::generate {
 
 namespace {
 
-std::string result_line(const std::string& id, const Completion& c, size_t prompt_tokens) {
+std::string result_line(const GenerateRequest& request, const Completion& c, size_t prompt_tokens) {
   nlohmann::ordered_json j;  // "id" first: ResultLog recognizes torn lines by that prefix
-  j["id"] = id;
+  j["id"] = request.id;
   j["text"] = c.text;
   j["prompt_tokens"] = prompt_tokens;
   j["completion_tokens"] = c.completion_tokens;
   j["finish_reason"] = c.finish_reason;
+  if (request.messages) {
+    // A chat answer also in the shape of OpenAI's chat completions: choices[0].message.
+    nlohmann::ordered_json choice;
+    choice["index"] = 0;
+    choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    choice["finish_reason"] = c.finish_reason;
+    j["choices"] = nlohmann::ordered_json::array({choice});
+  }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The model's chat template when some request needs it.
+std::optional<chat_template::ChatTemplate> chat_template_for(const JobSettings& settings,
+                                                             const JobInput& input) {
+  const bool any_chat =
+      std::any_of(input.requests.begin(), input.requests.end(),
+                  [](const GenerateRequest& r) { return r.messages.has_value(); });
+  if (!any_chat || settings.chat_template_dir.empty()) return std::nullopt;
+  return chat_template::load_model_chat_template(settings.chat_template_dir);
+}
+
 // A job with results keeps the settings it started with; a new (or empty) one records its own.
-void keep_job_record(const JobSettings& settings, bool has_results) {
+void keep_job_record(const JobSettings& settings, const nlohmann::ordered_json& record,
+                     bool has_results) {
   const std::string path = job_record_path_for(settings.output_path);
   const std::optional<nlohmann::ordered_json> recorded = read_job_record(path);
   if (has_results && recorded) {
-    check_same_job(*recorded, settings.job_record, path, settings.output_path);
+    check_same_job(*recorded, record, path, settings.output_path);
     return;
   }
   if (has_results) {
@@ -42,7 +63,7 @@ void keep_job_record(const JobSettings& settings, bool has_results) {
                  "settings, which the earlier results may not share\n",
                  settings.output_path.c_str(), path.c_str());
   }
-  write_job_record(path, settings.job_record);
+  write_job_record(path, record);
 }
 
 }  // namespace
@@ -55,13 +76,26 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
                             const BlockRunner& run_block) {
   JobSummary summary;
   JobInput input = read_job_input(settings.input_path);
-  std::vector<PreparedRequest> prepared = prepare_requests(
-      input.requests, tokenizer, settings.defaults, settings.max_positions, input.errors);
+  const std::optional<chat_template::ChatTemplate> chat = chat_template_for(settings, input);
+  std::vector<PreparedRequest> prepared =
+      prepare_requests(input.requests, tokenizer, chat ? &*chat : nullptr, settings.defaults,
+                       settings.max_positions, input.errors);
   summary.requests = static_cast<int64_t>(prepared.size());
   summary.errors = static_cast<int64_t>(input.errors.size());
 
   ResultLog log = ResultLog::open(settings.output_path);  // locks the output first
-  if (!settings.job_record.is_null()) keep_job_record(settings, log.lines() > 0);
+  if (!settings.job_record.is_null()) {
+    nlohmann::ordered_json record = settings.job_record;
+    // The template decides a chat request's prompt: a resume must render with the same one.
+    if (chat) {
+      char digest[17];
+      std::snprintf(digest, sizeof digest, "%016llx",
+                    static_cast<unsigned long long>(
+                        stable_hash(chat->source().data(), chat->source().size())));
+      record["chat_template"] = digest;
+    }
+    keep_job_record(settings, record, log.lines() > 0);
+  }
   summary.truncated_bytes = log.truncated_bytes();
   if (log.truncated_bytes() > 0) {
     std::fprintf(stderr, "generate: removed a partial last line (%lld bytes) from %s\n",
@@ -129,7 +163,7 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       const GenerateRequest& request = input.requests[prepared[p].index];
       const Completion c = finish_completion(tokenizer, tokens[m], prepared[p].max_new_tokens,
                                              settings.stop_ids, request.stop);
-      lines.push_back(result_line(request.id, c, prepared[p].prompt_ids.size()));
+      lines.push_back(result_line(request, c, prepared[p].prompt_ids.size()));
       line_ids.push_back(request.id);
       block_tokens += c.completion_tokens;
     }

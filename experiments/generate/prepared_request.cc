@@ -1,11 +1,13 @@
 #include "experiments/generate/prepared_request.h"
 
+#include "models/chat_template/template_error.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::generate {
 
 std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>& requests,
                                               const BpeTokenizer& tokenizer,
+                                              const chat_template::ChatTemplate* chat,
                                               const RequestDefaults& defaults,
                                               int64_t max_positions,
                                               std::vector<LineError>& errors) {
@@ -15,7 +17,30 @@ std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>
     const GenerateRequest& r = requests[i];
     PreparedRequest p;
     p.index = i;
-    p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true);
+    if (r.messages) {
+      H2OFLEX_INPUT_CHECK(chat != nullptr, "input line ", r.line, " (id \"", r.id,
+                          "\"): 'messages' needs the model's chat template, and the model has "
+                          "none (no \"chat_template\" in tokenizer_config.json, no "
+                          "chat_template.jinja)");
+      std::string text;
+      try {
+        text = chat->render(chat_template::value_from_json(*r.messages),
+                            /*add_generation_prompt=*/true);
+      } catch (const chat_template::RaisedException& e) {
+        errors.push_back(LineError{r.line, r.id,
+                                   detail::concat("the chat template (", chat->where(),
+                                                  ") rejects the messages: ", e.what())});
+        continue;
+      } catch (const chat_template::TemplateError& e) {
+        errors.push_back(LineError{r.line, r.id,
+                                   detail::concat("the chat template (", chat->where(),
+                                                  ") failed on the messages: ", e.what())});
+        continue;
+      }
+      p.prompt_ids = tokenizer.encode(text, /*add_bos=*/false);
+    } else {
+      p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true);
+    }
     p.max_new_tokens = r.max_new_tokens.value_or(defaults.max_new_tokens);
     p.temperature = r.temperature.value_or(defaults.temperature);
     p.top_p = p.temperature > 0 ? r.top_p.value_or(defaults.top_p) : 1.0f;

@@ -9,7 +9,8 @@ namespace h2oflex::generate {
 
 namespace {
 
-using nlohmann::json;
+// Ordered, so a message's keys reach the chat template in the order they were written.
+using json = nlohmann::ordered_json;
 
 // Thrown inside this file only: one bad field ends the line's parsing.
 struct FieldError {
@@ -42,6 +43,30 @@ std::string read_prompt(const json& obj, const std::string& key) {
                      std::string(it->type_name())};
   }
   return it->get<std::string>();
+}
+
+// A non-empty list of {"role": string, "content": string, ...}.
+json read_messages(const json& value, const std::string& key) {
+  if (!value.is_array() || value.empty()) {
+    throw FieldError{"'" + key + "' must be a non-empty list of {role, content}, got " +
+                     value.dump()};
+  }
+  for (size_t k = 0; k < value.size(); ++k) {
+    const std::string at = key + "[" + std::to_string(k) + "]";
+    const json& m = value[k];
+    if (!m.is_object()) throw FieldError{"'" + at + "' must be an object, got " + m.dump()};
+    for (const char* field : {"role", "content"}) {
+      auto it = m.find(field);
+      if (it == m.end() || it->is_null()) throw FieldError{"missing '" + at + "." + field + "'"};
+      if (!it->is_string()) {
+        throw FieldError{
+            "'" + at + "." + field + "' must be a string" +
+            (std::string(field) == "content" ? " (content parts are not supported)" : "") +
+            ", got " + std::string(it->type_name())};
+      }
+    }
+  }
+  return value;
 }
 
 float read_number(const json& value, const std::string& key) {
@@ -84,9 +109,17 @@ std::vector<std::string> read_stop(const json& value, const std::string& key) {
 }
 
 // The fields shared by both formats, read from `obj` (the line, or the batch line's body).
-void read_options(const json& obj, const std::string& prefix, const char* max_tokens_key,
+void read_options(const json& obj, const std::string& prefix, const char* max_tokens_key, bool chat,
                   GenerateRequest& r) {
-  r.prompt = read_prompt(obj, prefix + "prompt");
+  if (chat) {
+    if (!absent(obj, "prompt")) {
+      throw FieldError{"'" + prefix + "prompt' and '" + prefix +
+                       "messages' both given: a request has one or the other"};
+    }
+    r.messages = read_messages(obj["messages"], prefix + "messages");
+  } else {
+    r.prompt = read_prompt(obj, prefix + "prompt");
+  }
   if (!absent(obj, max_tokens_key)) {
     r.max_new_tokens = read_max_tokens(obj[max_tokens_key], prefix + max_tokens_key);
   }
@@ -112,20 +145,31 @@ void read_batch_line(const json& line, GenerateRequest& r) {
       throw FieldError{"'method' must be \"POST\", got " + m.dump()};
     }
   }
-  if (!absent(line, "url")) {
-    const json& u = line["url"];
-    if (!u.is_string() || u.get<std::string>() != "/v1/completions") {
-      throw FieldError{"'url' " + u.dump() +
-                       " is not supported: only \"/v1/completions\" requests (with a prompt)"};
-    }
-  }
   if (absent(line, "body")) throw FieldError{"missing 'body'"};
   const json& body = line["body"];
   if (!body.is_object()) throw FieldError{"'body' must be an object"};
+  // The url names the kind of request; without one, the body's "messages" does.
+  bool chat = !absent(body, "messages");
+  if (!absent(line, "url")) {
+    const json& u = line["url"];
+    const bool completions = u.is_string() && u.get<std::string>() == "/v1/completions";
+    const bool chat_url = u.is_string() && u.get<std::string>() == "/v1/chat/completions";
+    if (!completions && !chat_url) {
+      throw FieldError{"'url' " + u.dump() +
+                       " is not supported: only \"/v1/completions\" (with a prompt) and "
+                       "\"/v1/chat/completions\" (with messages)"};
+    }
+    if (completions && chat) {
+      throw FieldError{
+          "'body.messages' is for \"/v1/chat/completions\"; \"/v1/completions\" "
+          "takes 'body.prompt'"};
+    }
+    if (chat_url && !chat) throw FieldError{"missing 'body.messages'"};
+  }
   if (!absent(body, "n") && body["n"] != json(1)) {
     throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
   }
-  read_options(body, "body.", "max_tokens", r);
+  read_options(body, "body.", "max_tokens", chat, r);
 }
 
 }  // namespace
@@ -159,7 +203,7 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
     } else {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
       r.id = read_id(doc["id"], "id", r.numeric_id);
-      read_options(doc, "", "max_new_tokens", r);
+      read_options(doc, "", "max_new_tokens", !absent(doc, "messages"), r);
     }
   } catch (const FieldError& e) {
     out.error = LineError{line, r.id, e.reason};

@@ -2,8 +2,12 @@
 //   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?}
 // or in the OpenAI batch-file format for completions
 //   {"custom_id", "method"?, "url"?, "body": {"prompt", "max_tokens"?, "temperature"?,
-//    "top_p"?, "stop"?}}.
+//    "top_p"?, "stop"?}};
+// a chat request has "messages" ([{"role", "content"}, ...]) in place of "prompt", in either
+// format (the batch line's url is then "/v1/chat/completions").
 #pragma once
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -14,8 +18,11 @@
 namespace h2oflex::generate {
 
 struct GenerateRequest {
-  std::string id;  // "id", or "custom_id" in the batch format; integer ids become their digits
-  std::string prompt;
+  std::string id;      // "id", or "custom_id" in the batch format; integer ids become their digits
+  std::string prompt;  // empty for a chat request
+  // A chat request's conversation, each message an object with string "role" and "content"
+  // (other keys kept for the template); rendered with the model's chat template.
+  std::optional<nlohmann::ordered_json> messages;
   std::optional<int> max_new_tokens;  // absent: the run config's gen_len
   std::optional<float> temperature;   // absent: the run config's temperature
   std::optional<float> top_p;         // absent: the run config's top_p

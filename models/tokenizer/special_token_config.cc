@@ -70,6 +70,7 @@ SpecialTokenConfig read_special_token_config(const std::filesystem::path& dir) {
     read_named(*root, "bos_token", where, out.bos);
     read_named(*root, "eos_token", where, out.eos);
     read_named(*root, "pad_token", where, out.pad);
+    read_named(*root, "unk_token", where, out.unk);
     if (std::string(name) == "tokenizer_config.json") {
       if (!field(*root, "add_bos_token").is_null()) {
         out.add_bos = bool_field(*root, "add_bos_token", false, where);

@@ -22,6 +22,7 @@ struct SpecialTokenConfig {
   NamedToken bos;
   NamedToken eos;
   NamedToken pad;
+  NamedToken unk;  // passed to chat templates as unk_token
   // tokenizer_config.json's add_bos_token / add_eos_token: when given, they decide whether BOS /
   // EOS go around the text, overriding tokenizer.json's post_processor (as transformers' Llama
   // tokenizers do).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/fuzz/chat_template.cc"
 #include "tools/fuzz/hf_config.cc"
 #include "tools/fuzz/request_line.cc"
 #include "tools/fuzz/run_config.cc"
@@ -28,7 +29,8 @@ const Target kTargets[] = {{"safetensors_header", fuzz_safetensors_header},
                            {"hf_config", fuzz_hf_config},
                            {"run_config", fuzz_run_config},
                            {"request_line", fuzz_request_line},
-                           {"tokenizer_files", fuzz_tokenizer_files}};
+                           {"tokenizer_files", fuzz_tokenizer_files},
+                           {"chat_template", fuzz_chat_template}};
 
 class FuzzReplay : public ::testing::TestWithParam<Target> {};
 

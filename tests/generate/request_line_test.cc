@@ -62,6 +62,41 @@ struct BadLine {
   const char* id;           // the id the error should carry ("" = none readable)
 };
 
+TEST(RequestLine, ChatRequestsInBothFormatsKeepTheirMessages) {
+  const ParsedLine plain = parse_request_line(
+      R"({"id": "c1", "messages": [{"role": "system", "content": "Be brief."},)"
+      R"( {"role": "user", "content": "Hi", "name": "ann"}], "max_new_tokens": 7})",
+      2);
+  ASSERT_TRUE(plain.request) << plain.error->reason;
+  ASSERT_TRUE(plain.request->messages);
+  EXPECT_EQ(plain.request->messages->size(), 2u);
+  EXPECT_EQ((*plain.request->messages)[1]["content"], "Hi");
+  // The keys stay in the order written (a template's tojson prints them so).
+  EXPECT_EQ((*plain.request->messages)[1].dump(), R"({"role":"user","content":"Hi","name":"ann"})");
+  EXPECT_EQ(plain.request->max_new_tokens, 7);
+  EXPECT_EQ(plain.request->prompt, "");
+
+  const ParsedLine batch = parse_request_line(
+      R"({"custom_id": "c2", "method": "POST", "url": "/v1/chat/completions",)"
+      R"( "body": {"model": "m", "messages": [{"role": "user", "content": "Hi"}],)"
+      R"( "max_tokens": 9, "temperature": 0.5}})",
+      3);
+  ASSERT_TRUE(batch.request) << batch.error->reason;
+  EXPECT_EQ(batch.request->id, "c2");
+  ASSERT_TRUE(batch.request->messages);
+  EXPECT_EQ((*batch.request->messages)[0]["role"], "user");
+  EXPECT_EQ(batch.request->max_new_tokens, 9);
+  // Without a url, the body's messages make it a chat request.
+  const ParsedLine bare =
+      parse_request_line(R"({"custom_id": "c3", "body": {"messages": [{"role": "user",)"
+                         R"( "content": "x"}]}})",
+                         4);
+  ASSERT_TRUE(bare.request) << bare.error->reason;
+  EXPECT_TRUE(bare.request->messages);
+  // A plain prompt has none.
+  EXPECT_FALSE(parse_request_line(R"({"id": "p", "prompt": "x"})", 5).request->messages);
+}
+
 class RequestLineErrors : public ::testing::TestWithParam<BadLine> {};
 
 TEST_P(RequestLineErrors, ReportsReasonAndLine) {
@@ -100,7 +135,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{R"({"custom_id": "c"})", "missing 'body'", "c"},
         BadLine{R"({"custom_id": "c", "body": {}})", "missing 'body.prompt'", "c"},
         BadLine{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"messages": []}})",
-                "only \"/v1/completions\"", "c"},
+                "'body.messages' must be a non-empty list of {role, content}", "c"},
+        BadLine{R"({"custom_id": "c", "url": "/v1/embeddings", "body": {"input": "x"}})",
+                "only \"/v1/completions\" (with a prompt) and \"/v1/chat/completions\"", "c"},
+        BadLine{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": "x"}})",
+                "missing 'body.messages'", "c"},
+        BadLine{R"({"custom_id": "c", "url": "/v1/completions", "body": {"messages": [
+                    {"role": "user", "content": "x"}]}})",
+                "'body.messages' is for \"/v1/chat/completions\"", "c"},
+        BadLine{R"({"id": "m", "prompt": "x", "messages": [{"role": "user", "content": "x"}]})",
+                "'prompt' and 'messages' both given", "m"},
+        BadLine{R"({"id": "m", "messages": {"role": "user"}})",
+                "'messages' must be a non-empty list", "m"},
+        BadLine{R"({"id": "m", "messages": [{"role": "user", "content": "a"}, "hi"]})",
+                "'messages[1]' must be an object", "m"},
+        BadLine{R"({"id": "m", "messages": [{"content": "a"}]})", "missing 'messages[0].role'",
+                "m"},
+        BadLine{R"({"id": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]})",
+                "'messages[0].content' must be a string (content parts are not supported)", "m"},
         BadLine{R"({"custom_id": "c", "body": {"prompt": "x", "n": 3}})", "'body.n'", "c"},
         BadLine{R"({"custom_id": "c", "body": {"prompt": "x", "max_tokens": -2}})",
                 "'body.max_tokens' must be >= 1", "c"},
