@@ -51,6 +51,12 @@ uint64_t request_sampling_key(const std::string& id) {
   return stable_hash(id.data(), id.size());
 }
 
+uint64_t seeded_sampling_key(uint64_t seed) {
+  // Not an id's hash: the text "seed=N" keeps the two kinds of keys apart.
+  const std::string text = "seed=" + std::to_string(seed);
+  return stable_hash(text.data(), text.size()) ^ 0x9E3779B97F4A7C15ull;
+}
+
 JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
                             const BlockRunner& run_block) {
   JobSummary summary;
@@ -110,7 +116,9 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
     for (size_t p : block.members) {
       work.prompts.push_back(prepared[p].prompt_ids);
       ids.push_back(id_of(p));
-      work.row_keys.push_back(request_sampling_key(id_of(p)));
+      const GenerateRequest& request = input.requests[prepared[p].index];
+      work.row_keys.push_back(request.seed ? seeded_sampling_key(*request.seed)
+                                           : request_sampling_key(request.id));
     }
     work.prompt_len = block.prompt_len;
     work.gen_len = block.gen_len;

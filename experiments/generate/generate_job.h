@@ -77,4 +77,8 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
 // tokens whichever block it lands in, with or without grouping, resumed or not.
 uint64_t request_sampling_key(const std::string& id);
 
+// The sampling stream of a request that names its own `seed` (OpenAI's field): requests with
+// one seed, prompt and settings sample the same tokens, whatever their ids.
+uint64_t seeded_sampling_key(uint64_t seed);
+
 }  // namespace h2oflex::generate

@@ -3,7 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
+
+#include "experiments/generate/json_line.h"
+#include "experiments/sampling_checks.h"
 
 namespace h2oflex::generate {
 
@@ -96,11 +100,35 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
     r.temperature = t;
   }
   if (!absent(obj, "top_p")) {
-    const float p = read_number(obj["top_p"], prefix + "top_p");
-    if (!(p > 0 && p <= 1)) throw FieldError{"'" + prefix + "top_p' must be in (0, 1]"};
-    r.top_p = p;
+    const json& p = obj["top_p"];
+    if (!p.is_number()) throw FieldError{"'" + prefix + "top_p' must be a number, got " + p.dump()};
+    const std::string why = top_p_problem(p.get<double>());
+    if (!why.empty()) throw FieldError{"'" + prefix + "top_p' " + why};
+    r.top_p = static_cast<float>(p.get<double>());
   }
   if (!absent(obj, "stop")) r.stop = read_stop(obj["stop"], prefix + "stop");
+  if (!absent(obj, "seed")) {
+    const json& v = obj["seed"];
+    if (!v.is_number_unsigned()) {
+      throw FieldError{"'" + prefix + "seed' must be an integer >= 0, got " + v.dump()};
+    }
+    r.seed = v.get<uint64_t>();
+  }
+}
+
+// Every field a line may hold is one this command honours: a field it would ignore (OpenAI's
+// echo, logprobs, best_of, logit_bias, ...) would change what the caller expects silently.
+void refuse_unknown_fields(const json& obj, const std::string& prefix,
+                           std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : obj.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) {
+      std::string list;
+      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw FieldError{"field '" + prefix + key + "' is not supported (known: " + list + ")"};
+    }
+  }
 }
 
 void read_batch_line(const json& line, GenerateRequest& r) {
@@ -120,8 +148,13 @@ void read_batch_line(const json& line, GenerateRequest& r) {
     }
   }
   if (absent(line, "body")) throw FieldError{"missing 'body'"};
+  refuse_unknown_fields(line, "", {"custom_id", "method", "url", "body"});
   const json& body = line["body"];
   if (!body.is_object()) throw FieldError{"'body' must be an object"};
+  // `model` names the model the file was written for; the job's model is --model.
+  refuse_unknown_fields(
+      body, "body.",
+      {"prompt", "model", "max_tokens", "temperature", "top_p", "stop", "n", "seed"});
   if (!absent(body, "n") && body["n"] != json(1)) {
     throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
   }
@@ -133,17 +166,9 @@ void read_batch_line(const json& line, GenerateRequest& r) {
 ParsedLine parse_request_line(std::string_view text, int64_t line) {
   ParsedLine out;
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    // parse_error, or out_of_range for a number beyond double (1e400) anywhere in the line.
-    // Drop the library's "[json.exception.parse_error.101] " tag; keep position and cause.
-    std::string msg = e.what();
-    if (const size_t close = msg.find("] ");
-        msg.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
-      msg = msg.substr(close + 2);
-    }
-    out.error = LineError{line, "", "invalid JSON: " + msg};
+  std::string reason;
+  if (!parse_json_line(text, doc, reason)) {
+    out.error = LineError{line, "", reason};
     return out;
   }
   if (!doc.is_object()) {
@@ -159,6 +184,8 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
     } else {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
       r.id = read_id(doc["id"], "id", r.numeric_id);
+      refuse_unknown_fields(
+          doc, "", {"id", "prompt", "max_new_tokens", "temperature", "top_p", "stop", "seed"});
       read_options(doc, "", "max_new_tokens", r);
     }
   } catch (const FieldError& e) {

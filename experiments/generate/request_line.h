@@ -1,8 +1,9 @@
 // One line of a generate job's input: a request in the plain format
-//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?}
+//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?, "seed"?}
 // or in the OpenAI batch-file format for completions
-//   {"custom_id", "method"?, "url"?, "body": {"prompt", "max_tokens"?, "temperature"?,
-//    "top_p"?, "stop"?}}.
+//   {"custom_id", "method"?, "url"?, "body": {"prompt", "model"?, "max_tokens"?,
+//    "temperature"?, "top_p"?, "stop"?, "n"?: 1, "seed"?}}.
+// Any other field is refused, naming it: one the engine does not honour must not pass silently.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct GenerateRequest {
   std::optional<float> temperature;   // absent: the run config's temperature
   std::optional<float> top_p;         // absent: the run config's top_p
   std::vector<std::string> stop;      // the text is cut before the first of these
+  std::optional<uint64_t> seed;       // its own sampling stream (absent: one from its id)
   int64_t line = 0;                   // 1-based line number in the input file
   bool numeric_id = false;            // the id was written as an integer (42, not "42")
 };
