@@ -45,8 +45,22 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
     }
     return;
   }
+  // The biased copy on the host; the engine's logits stay as computed.
+  Tensor biased;
+  if (!opt.logit_bias.empty()) {
+    biased = ops::on_device(logits, Device::CPU).clone();
+    H2OFLEX_CHECK(biased.dtype() == DType::F32 && biased.rank() == 2, "logit_bias: logits must be ",
+                  "[rows, vocab] f32");
+    const int64_t vocab = biased.dim(1);
+    for (int64_t i = 0; i < biased.dim(0); ++i) {
+      for (const auto& [id, bias] : opt.logit_bias.at(static_cast<size_t>(first_row + i))) {
+        if (id >= 0 && id < vocab) biased.data<float>()[i * vocab + id] += bias;
+      }
+    }
+  }
+  const Tensor& scores = opt.logit_bias.empty() ? logits : biased;
   if (opt.temperature <= 0.0f) {
-    ops::argmax(logits, ids);
+    ops::argmax(scores, ids);
     return;
   }
   std::vector<uint64_t> keys(static_cast<size_t>(logits.dim(0)));
@@ -54,7 +68,7 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
     const size_t row = static_cast<size_t>(first_row) + i;
     keys[i] = opt.row_keys.empty() ? row : opt.row_keys.at(row);
   }
-  ops::sample(logits, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
+  ops::sample(scores, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
               ids);
 }
 

@@ -3,7 +3,9 @@
 // to run a small model.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_slots.h"
@@ -27,6 +29,9 @@ struct GenerationSettings {
   // Sampling stream of each sequence (empty: its row index), so a request samples the same
   // tokens whichever block and row it lands in.
   std::vector<uint64_t> row_keys;
+  // Per sequence (empty: none): (token id, bias) added to its logits before each choice —
+  // OpenAI's logit_bias; +100 all but forces a token, -100 all but bans it.
+  std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;
   // Test hooks: logits [rows, vocab] of every prompt position (step -1, rows = b * s) and of the
   // last position at each generation step (step >= 0, rows = b).
   std::function<void(int step, const Tensor& logits)> on_logits;

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "experiments/generate/completion.h"
@@ -119,6 +120,12 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       const GenerateRequest& request = input.requests[prepared[p].index];
       work.row_keys.push_back(request.seed ? seeded_sampling_key(*request.seed)
                                            : request_sampling_key(request.id));
+      work.logit_bias.push_back(request.logit_bias);
+    }
+    // Without any bias the engine's logits are used as they are (no host copy per step).
+    if (std::all_of(work.logit_bias.begin(), work.logit_bias.end(),
+                    [](const auto& b) { return b.empty(); })) {
+      work.logit_bias.clear();
     }
     work.prompt_len = block.prompt_len;
     work.gen_len = block.gen_len;

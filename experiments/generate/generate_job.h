@@ -29,6 +29,8 @@ struct BlockWork {
   float top_p = 1.0f;
   uint64_t seed = 0;               // the job's sampling seed
   std::vector<uint64_t> row_keys;  // per prompt: its sampling stream, from its id
+  // Per prompt (empty: none): its request's logit_bias, (token id, bias) pairs.
+  std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;
   // Scoring (eval) instead of sampling: the tokens fed after each step, the logits observer and
   // the eviction rule already resolved for the scored length (GenerationSettings' fields).
   std::vector<std::vector<int32_t>> forced;

@@ -87,6 +87,33 @@ std::vector<std::string> read_stop(const json& value, const std::string& key) {
   return stop;
 }
 
+// OpenAI's {"token id": bias}: ids as decimal strings, biases in [-100, 100].
+std::vector<std::pair<int32_t, float>> read_logit_bias(const json& value,
+                                                       const std::string& prefix) {
+  const std::string key = prefix + "logit_bias";
+  if (!value.is_object()) {
+    throw FieldError{"'" + key + "' must be an object {\"token id\": bias}, got " + value.dump()};
+  }
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [id_text, bias] : value.items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(id_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != id_text.size() || id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      throw FieldError{"'" + key + "' key '" + id_text + "' is not a token id"};
+    }
+    if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100)) {
+      throw FieldError{"'" + key + "' of token " + id_text + " must be a number in [-100, 100]"};
+    }
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias.get<double>()));
+  }
+  return out;
+}
+
 // The fields shared by both formats, read from `obj` (the line, or the batch line's body).
 void read_options(const json& obj, const std::string& prefix, const char* max_tokens_key,
                   GenerateRequest& r) {
@@ -107,6 +134,7 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
     r.top_p = static_cast<float>(p.get<double>());
   }
   if (!absent(obj, "stop")) r.stop = read_stop(obj["stop"], prefix + "stop");
+  if (!absent(obj, "logit_bias")) r.logit_bias = read_logit_bias(obj["logit_bias"], prefix);
   if (!absent(obj, "seed")) {
     const json& v = obj["seed"];
     if (!v.is_number_unsigned()) {
@@ -117,7 +145,7 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
 }
 
 // Every field a line may hold is one this command honours: a field it would ignore (OpenAI's
-// echo, logprobs, best_of, logit_bias, ...) would change what the caller expects silently.
+// echo, logprobs, best_of, presence_penalty, ...) would change what the caller expects silently.
 void refuse_unknown_fields(const json& obj, const std::string& prefix,
                            std::initializer_list<const char*> known) {
   for (const auto& [key, value] : obj.items()) {
@@ -154,7 +182,7 @@ void read_batch_line(const json& line, GenerateRequest& r) {
   // `model` names the model the file was written for; the job's model is --model.
   refuse_unknown_fields(
       body, "body.",
-      {"prompt", "model", "max_tokens", "temperature", "top_p", "stop", "n", "seed"});
+      {"prompt", "model", "max_tokens", "temperature", "top_p", "stop", "n", "seed", "logit_bias"});
   if (!absent(body, "n") && body["n"] != json(1)) {
     throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
   }
@@ -185,7 +213,8 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
       r.id = read_id(doc["id"], "id", r.numeric_id);
       refuse_unknown_fields(
-          doc, "", {"id", "prompt", "max_new_tokens", "temperature", "top_p", "stop", "seed"});
+          doc, "",
+          {"id", "prompt", "max_new_tokens", "temperature", "top_p", "stop", "seed", "logit_bias"});
       read_options(doc, "", "max_new_tokens", r);
     }
   } catch (const FieldError& e) {

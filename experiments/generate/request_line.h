@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace h2oflex::generate {
@@ -22,8 +23,9 @@ struct GenerateRequest {
   std::optional<float> top_p;         // absent: the run config's top_p
   std::vector<std::string> stop;      // the text is cut before the first of these
   std::optional<uint64_t> seed;       // its own sampling stream (absent: one from its id)
-  int64_t line = 0;                   // 1-based line number in the input file
-  bool numeric_id = false;            // the id was written as an integer (42, not "42")
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
+  int64_t line = 0;                                   // 1-based line number in the input file
+  bool numeric_id = false;  // the id was written as an integer (42, not "42")
 };
 
 // A line that is not a valid request: why, and its id when one could be read.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "experiments/experiment_suite.h"
 #include "experiments/generate/request_line.h"
 #include "experiments/run_config.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 #include "runtime/core/error.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
@@ -278,8 +280,8 @@ TEST_F(HostileInputs, RequestLinesWithARepeatedKeyOrAnUnhonouredFieldAreLineErro
   EXPECT_TRUE(contains(reason(R"({"custom_id": "a", "body": {"prompt": "x", "max_tokens": 2,)"
                               R"( "max_tokens": 9}})"),
                        "'max_tokens' appears twice"));
-  for (const char* field : {"echo", "logprobs", "best_of", "suffix", "logit_bias",
-                            "presence_penalty", "frequency_penalty"}) {
+  for (const char* field :
+       {"echo", "logprobs", "best_of", "suffix", "presence_penalty", "frequency_penalty"}) {
     const std::string line =
         std::string(R"({"custom_id": "a", "body": {"prompt": "x", ")") + field + R"(": 1}})";
     EXPECT_TRUE(contains(reason(line), std::string("field 'body.") + field + "' is not supported"))
@@ -319,6 +321,39 @@ TEST_F(HostileInputs, BatchSeedGivesTheSameSampleWhateverTheId) {
   ASSERT_EQ(results.size(), 2u) << o.output;
   EXPECT_EQ(results[0]["text"], results[1]["text"]);
   EXPECT_FALSE(fs::exists(dir() / "out.errors.jsonl")) << read(dir() / "out.errors.jsonl");
+}
+
+TEST_F(HostileInputs, LogitBiasForcesOrSparesATokenPerRequest) {
+  const h2oflex::BpeTokenizer tokenizer = h2oflex::BpeTokenizer::load(kDemo);
+  const std::vector<int32_t> forced = {300, 300, 300};
+  const fs::path in =
+      write("in.jsonl",
+            "{\"id\": \"forced\", \"prompt\": \"The river\", \"logit_bias\": {\"300\": 100}}\n"
+            "{\"id\": \"plain\", \"prompt\": \"The river\"}\n"
+            "{\"custom_id\": \"batch\", \"body\": {\"prompt\": \"A stone\", \"logit_bias\": "
+            "{\"300\": 100}}}\n"
+            "{\"id\": \"bad\", \"prompt\": \"x\", \"logit_bias\": {\"99999\": 1}}\n");
+  // In RAM, and through the block pipeline (a block of 4 holds 3 requests: one row is padding).
+  for (const std::string placement :
+       {"", " --set 'policy={gpu_batch_size: 4, num_gpu_batches: 1}'"}) {
+    const fs::path out = dir() / "out.jsonl";
+    fs::remove(out);
+    const Outcome o =
+        run("generate --model " + kDemo.string() + " --input " + in.string() + " --output " +
+            out.string() + " --set compute_dtype=f32 --set gen_len=3 --set stop_at_eos=false" +
+            placement);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    std::map<std::string, std::string> text;
+    for (const nlohmann::json& r : read_jsonl(out)) text[r["id"]] = r["text"];
+    ASSERT_EQ(text.size(), 3u) << placement << "\n" << o.output;
+    EXPECT_EQ(text["forced"], tokenizer.decode(forced)) << placement;
+    EXPECT_EQ(text["batch"], tokenizer.decode(forced)) << placement;
+    EXPECT_NE(text["plain"], tokenizer.decode(forced)) << placement;
+    const std::vector<nlohmann::json> errors = read_jsonl(dir() / "out.errors.jsonl");
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_TRUE(contains(errors[0]["error"].get<std::string>(), "logit_bias names token 99999"))
+        << errors[0];
+  }
 }
 
 // --- Defect 13: messages ------------------------------------------------------------------------
