@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "experiments/eval/choice_tasks.h"
+#include "experiments/eval/quality_suite.h"
 #include "experiments/experiment_suite.h"
 #include "experiments/generate/request_line.h"
 #include "experiments/run_config.h"
@@ -156,6 +157,27 @@ TEST_F(HostileInputs, PerplexityWindowAndStrideOutOfRangeAreRefusedNamingTheOpti
   expect_refused(base + " --window 4 --stride 5", "--stride 5 must be in [1, --window 4]");
   expect_refused(base + " --window 0", "--window 0 must be at least 1");
   EXPECT_FALSE(fs::exists(json));
+}
+
+TEST_F(HostileInputs, QualitySuiteWindowsAndVariantLabelsAreCheckedWhenRead) {
+  write("t.txt", "The river runs to the sea.\n");
+  auto suite = [&](const std::string& task, const std::string& variants) {
+    return write("q.yaml", "suite: q\nmodel: " + kDemo.string() + "\nbudgets: [0.2]\n" + variants +
+                               "tasks:\n  - {name: text, perplexity: t.txt, " + task +
+                               "}\npolicies:\n  - {label: full, kv: {policy: full}}\n")
+        .string();
+  };
+  expect_input_error([&] { h2oflex::eval::load_quality_suite(suite("window: -5", "")); },
+                     "window -5 must be at least 1");
+  expect_input_error([&] { h2oflex::eval::load_quality_suite(suite("window: 8, stride: 0", "")); },
+                     "stride 0 must be in [1,");
+  expect_input_error(
+      [&] {
+        h2oflex::eval::load_quality_suite(suite("window: 8",
+                                                "variants:\n  - {label: a, config: {}}\n"
+                                                "  - {label: a, config: {compute_dtype: f32}}\n"));
+      },
+      "'a' is already another variant's");
 }
 
 // --- Defects 9, 10, 13: eval choice reports bad lines as generate does -------------------------
