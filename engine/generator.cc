@@ -33,7 +33,7 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 }
 
 void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
-                   std::vector<int32_t>& ids) {
+                   const std::vector<std::vector<int32_t>>& generated, std::vector<int32_t>& ids) {
   if (opt.on_step_logits) opt.on_step_logits(first_row, step, ops::on_device(logits, Device::CPU));
   if (!opt.forced.empty()) {
     ids.resize(static_cast<size_t>(logits.dim(0)));
@@ -45,20 +45,34 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
     }
     return;
   }
-  // The biased copy on the host; the engine's logits stay as computed.
+  // The adjusted copy on the host; the engine's logits stay as computed.
+  const bool adjust = !opt.logit_bias.empty() || !opt.presence_penalty.empty();
   Tensor biased;
-  if (!opt.logit_bias.empty()) {
+  if (adjust) {
     biased = ops::on_device(logits, Device::CPU).clone();
-    H2OFLEX_CHECK(biased.dtype() == DType::F32 && biased.rank() == 2, "logit_bias: logits must be ",
-                  "[rows, vocab] f32");
+    H2OFLEX_CHECK(biased.dtype() == DType::F32 && biased.rank() == 2,
+                  "logit_bias / presence_penalty: logits must be [rows, vocab] f32");
     const int64_t vocab = biased.dim(1);
     for (int64_t i = 0; i < biased.dim(0); ++i) {
-      for (const auto& [id, bias] : opt.logit_bias.at(static_cast<size_t>(first_row + i))) {
-        if (id >= 0 && id < vocab) biased.data<float>()[i * vocab + id] += bias;
+      const size_t row = static_cast<size_t>(first_row + i);
+      float* v = biased.data<float>() + i * vocab;
+      if (!opt.logit_bias.empty()) {
+        for (const auto& [id, bias] : opt.logit_bias.at(row)) {
+          if (id >= 0 && id < vocab) v[id] += bias;
+        }
+      }
+      if (!opt.presence_penalty.empty() && opt.presence_penalty.at(row) != 0.0f &&
+          row < generated.size()) {
+        std::vector<int32_t> seen = generated[row];
+        std::sort(seen.begin(), seen.end());
+        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+        for (int32_t id : seen) {
+          if (id >= 0 && id < vocab) v[id] -= opt.presence_penalty.at(row);
+        }
       }
     }
   }
-  const Tensor& scores = opt.logit_bias.empty() ? logits : biased;
+  const Tensor& scores = adjust ? biased : logits;
   if (opt.temperature <= 0.0f) {
     ops::argmax(scores, ids);
     return;
@@ -151,7 +165,7 @@ GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& ho
   Tensor ids = Tensor::empty({b}, DType::I32);
   for (int step = 0; step < opt.gen_len; ++step) {
     if (opt.on_logits) opt.on_logits(step, ops::on_device(logits, Device::CPU));
-    choose_tokens(logits, opt, 0, step, next);
+    choose_tokens(logits, opt, 0, step, out.tokens, next);
     bool all_done = true;
     for (int64_t i = 0; i < b; ++i) {
       if (!done[i]) {

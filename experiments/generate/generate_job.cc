@@ -121,11 +121,16 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       work.row_keys.push_back(request.seed ? seeded_sampling_key(*request.seed)
                                            : request_sampling_key(request.id));
       work.logit_bias.push_back(request.logit_bias);
+      work.presence_penalty.push_back(request.presence_penalty.value_or(0.0f));
     }
     // Without any bias the engine's logits are used as they are (no host copy per step).
     if (std::all_of(work.logit_bias.begin(), work.logit_bias.end(),
                     [](const auto& b) { return b.empty(); })) {
       work.logit_bias.clear();
+    }
+    if (std::all_of(work.presence_penalty.begin(), work.presence_penalty.end(),
+                    [](float p) { return p == 0.0f; })) {
+      work.presence_penalty.clear();
     }
     work.prompt_len = block.prompt_len;
     work.gen_len = block.gen_len;

@@ -31,6 +31,7 @@ struct BlockWork {
   std::vector<uint64_t> row_keys;  // per prompt: its sampling stream, from its id
   // Per prompt (empty: none): its request's logit_bias, (token id, bias) pairs.
   std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;
+  std::vector<float> presence_penalty;  // per prompt (empty: none)
   // Scoring (eval) instead of sampling: the tokens fed after each step, the logits observer and
   // the eviction rule already resolved for the scored length (GenerationSettings' fields).
   std::vector<std::vector<int32_t>> forced;

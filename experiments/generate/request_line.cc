@@ -135,6 +135,13 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
   }
   if (!absent(obj, "stop")) r.stop = read_stop(obj["stop"], prefix + "stop");
   if (!absent(obj, "logit_bias")) r.logit_bias = read_logit_bias(obj["logit_bias"], prefix);
+  if (!absent(obj, "presence_penalty")) {
+    const float p = read_number(obj["presence_penalty"], prefix + "presence_penalty");
+    if (!(p >= -2 && p <= 2)) {
+      throw FieldError{"'" + prefix + "presence_penalty' must be in [-2, 2]"};
+    }
+    r.presence_penalty = p;
+  }
   if (!absent(obj, "seed")) {
     const json& v = obj["seed"];
     if (!v.is_number_unsigned()) {
@@ -145,7 +152,7 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
 }
 
 // Every field a line may hold is one this command honours: a field it would ignore (OpenAI's
-// echo, logprobs, best_of, presence_penalty, ...) would change what the caller expects silently.
+// echo, logprobs, best_of, frequency_penalty, ...) would change what the caller expects silently.
 void refuse_unknown_fields(const json& obj, const std::string& prefix,
                            std::initializer_list<const char*> known) {
   for (const auto& [key, value] : obj.items()) {
@@ -180,9 +187,9 @@ void read_batch_line(const json& line, GenerateRequest& r) {
   const json& body = line["body"];
   if (!body.is_object()) throw FieldError{"'body' must be an object"};
   // `model` names the model the file was written for; the job's model is --model.
-  refuse_unknown_fields(
-      body, "body.",
-      {"prompt", "model", "max_tokens", "temperature", "top_p", "stop", "n", "seed", "logit_bias"});
+  refuse_unknown_fields(body, "body.",
+                        {"prompt", "model", "max_tokens", "temperature", "top_p", "stop", "n",
+                         "seed", "logit_bias", "presence_penalty"});
   if (!absent(body, "n") && body["n"] != json(1)) {
     throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
   }
@@ -212,9 +219,9 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
     } else {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
       r.id = read_id(doc["id"], "id", r.numeric_id);
-      refuse_unknown_fields(
-          doc, "",
-          {"id", "prompt", "max_new_tokens", "temperature", "top_p", "stop", "seed", "logit_bias"});
+      refuse_unknown_fields(doc, "",
+                            {"id", "prompt", "max_new_tokens", "temperature", "top_p", "stop",
+                             "seed", "logit_bias", "presence_penalty"});
       read_options(doc, "", "max_new_tokens", r);
     }
   } catch (const FieldError& e) {

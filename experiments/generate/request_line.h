@@ -1,8 +1,9 @@
 // One line of a generate job's input: a request in the plain format
-//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?, "seed"?}
+//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?, "seed"?,
+//    "logit_bias"?, "presence_penalty"?}
 // or in the OpenAI batch-file format for completions
 //   {"custom_id", "method"?, "url"?, "body": {"prompt", "model"?, "max_tokens"?,
-//    "temperature"?, "top_p"?, "stop"?, "n"?: 1, "seed"?}}.
+//    "temperature"?, "top_p"?, "stop"?, "n"?: 1, "seed"?, "logit_bias"?, "presence_penalty"?}}.
 // Any other field is refused, naming it: one the engine does not honour must not pass silently.
 #pragma once
 
@@ -24,6 +25,7 @@ struct GenerateRequest {
   std::vector<std::string> stop;      // the text is cut before the first of these
   std::optional<uint64_t> seed;       // its own sampling stream (absent: one from its id)
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
+  std::optional<float> presence_penalty;              // in [-2, 2]
   int64_t line = 0;                                   // 1-based line number in the input file
   bool numeric_id = false;  // the id was written as an integer (42, not "42")
 };

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/generator.h"
 #include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/quality_suite.h"
 #include "experiments/experiment_suite.h"
@@ -302,8 +304,7 @@ TEST_F(HostileInputs, RequestLinesWithARepeatedKeyOrAnUnhonouredFieldAreLineErro
   EXPECT_TRUE(contains(reason(R"({"custom_id": "a", "body": {"prompt": "x", "max_tokens": 2,)"
                               R"( "max_tokens": 9}})"),
                        "'max_tokens' appears twice"));
-  for (const char* field :
-       {"echo", "logprobs", "best_of", "suffix", "presence_penalty", "frequency_penalty"}) {
+  for (const char* field : {"echo", "logprobs", "best_of", "suffix", "frequency_penalty", "user"}) {
     const std::string line =
         std::string(R"({"custom_id": "a", "body": {"prompt": "x", ")") + field + R"(": 1}})";
     EXPECT_TRUE(contains(reason(line), std::string("field 'body.") + field + "' is not supported"))
@@ -375,6 +376,52 @@ TEST_F(HostileInputs, LogitBiasForcesOrSparesATokenPerRequest) {
     ASSERT_EQ(errors.size(), 1u);
     EXPECT_TRUE(contains(errors[0]["error"].get<std::string>(), "logit_bias names token 99999"))
         << errors[0];
+  }
+}
+
+// The rule itself, on logits whose winner is known: token 2 leads token 1 by 0.5, so a penalty
+// of 1 on a row that has generated token 2 hands the choice to token 1, and a bias does too.
+TEST_F(HostileInputs, PresencePenaltyAndLogitBiasMoveTheGreedyChoice) {
+  h2oflex::Tensor logits = h2oflex::Tensor::empty({2, 4}, h2oflex::DType::F32);
+  const float values[] = {0.0f, 1.0f, 1.5f, 0.0f, 0.0f, 1.0f, 1.5f, 0.0f};
+  std::copy(std::begin(values), std::end(values), logits.data<float>());
+  const std::vector<std::vector<int32_t>> generated = {{2, 2, 3}, {2}};
+  h2oflex::GenerationSettings opt;
+  std::vector<int32_t> ids;
+  h2oflex::choose_tokens(logits, opt, 0, 1, generated, ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, 2}));
+  opt.presence_penalty = {1.0f, 0.0f};  // row 0 only; once per token however often it appeared
+  h2oflex::choose_tokens(logits, opt, 0, 1, generated, ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 2}));
+  opt.presence_penalty.clear();
+  opt.logit_bias = {{}, {{3, 2.0f}}};
+  h2oflex::choose_tokens(logits, opt, 0, 1, generated, ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(logits.data<float>()[7], 0.0f) << "the engine's logits were changed";
+}
+
+// Through generate: with one seed, a penalized request samples other tokens than an unpenalized
+// one, and the same penalized request again samples the same (in RAM and in the pipeline).
+TEST_F(HostileInputs, PresencePenaltyReachesTheSampler) {
+  const std::string common =
+      R"("prompt": "The river", "max_new_tokens": 16, "temperature": 1.0, "seed": 3)";
+  const fs::path in =
+      write("in.jsonl", "{\"id\": \"a\", " + common + ", \"presence_penalty\": 2}\n" +
+                            "{\"id\": \"b\", " + common + ", \"presence_penalty\": 2}\n" +
+                            "{\"id\": \"plain\", " + common + "}\n");
+  for (const std::string placement :
+       {"", " --set 'policy={gpu_batch_size: 4, num_gpu_batches: 1}'"}) {
+    const fs::path out = dir() / "out.jsonl";
+    fs::remove(out);
+    const Outcome o =
+        run("generate --model " + kDemo.string() + " --input " + in.string() + " --output " +
+            out.string() + " --set compute_dtype=f32 --set stop_at_eos=false" + placement);
+    ASSERT_EQ(o.exit_code, 0) << o.output;
+    std::map<std::string, std::string> text;
+    for (const nlohmann::json& r : read_jsonl(out)) text[r["id"]] = r["text"];
+    ASSERT_EQ(text.size(), 3u) << placement << "\n" << o.output;
+    EXPECT_EQ(text["a"], text["b"]) << placement;
+    EXPECT_NE(text["a"], text["plain"]) << placement;
   }
 }
 
