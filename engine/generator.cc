@@ -33,7 +33,7 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 }
 
 void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
-                   std::vector<int32_t>& ids) {
+                   const std::vector<std::vector<int32_t>>& generated, std::vector<int32_t>& ids) {
   if (opt.on_step_logits) opt.on_step_logits(first_row, step, ops::on_device(logits, Device::CPU));
   if (!opt.forced.empty()) {
     ids.resize(static_cast<size_t>(logits.dim(0)));
@@ -45,8 +45,36 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
     }
     return;
   }
+  // The adjusted copy on the host; the engine's logits stay as computed.
+  const bool adjust = !opt.logit_bias.empty() || !opt.presence_penalty.empty();
+  Tensor biased;
+  if (adjust) {
+    biased = ops::on_device(logits, Device::CPU).clone();
+    H2OFLEX_CHECK(biased.dtype() == DType::F32 && biased.rank() == 2,
+                  "logit_bias / presence_penalty: logits must be [rows, vocab] f32");
+    const int64_t vocab = biased.dim(1);
+    for (int64_t i = 0; i < biased.dim(0); ++i) {
+      const size_t row = static_cast<size_t>(first_row + i);
+      float* v = biased.data<float>() + i * vocab;
+      if (!opt.logit_bias.empty()) {
+        for (const auto& [id, bias] : opt.logit_bias.at(row)) {
+          if (id >= 0 && id < vocab) v[id] += bias;
+        }
+      }
+      if (!opt.presence_penalty.empty() && opt.presence_penalty.at(row) != 0.0f &&
+          row < generated.size()) {
+        std::vector<int32_t> seen = generated[row];
+        std::sort(seen.begin(), seen.end());
+        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+        for (int32_t id : seen) {
+          if (id >= 0 && id < vocab) v[id] -= opt.presence_penalty.at(row);
+        }
+      }
+    }
+  }
+  const Tensor& scores = adjust ? biased : logits;
   if (opt.temperature <= 0.0f) {
-    ops::argmax(logits, ids);
+    ops::argmax(scores, ids);
     return;
   }
   std::vector<uint64_t> keys(static_cast<size_t>(logits.dim(0)));
@@ -54,7 +82,7 @@ void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t 
     const size_t row = static_cast<size_t>(first_row) + i;
     keys[i] = opt.row_keys.empty() ? row : opt.row_keys.at(row);
   }
-  ops::sample(logits, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
+  ops::sample(scores, {opt.temperature, opt.top_p, opt.seed}, keys, static_cast<uint64_t>(step),
               ids);
 }
 
@@ -137,7 +165,7 @@ GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& ho
   Tensor ids = Tensor::empty({b}, DType::I32);
   for (int step = 0; step < opt.gen_len; ++step) {
     if (opt.on_logits) opt.on_logits(step, ops::on_device(logits, Device::CPU));
-    choose_tokens(logits, opt, 0, step, next);
+    choose_tokens(logits, opt, 0, step, out.tokens, next);
     bool all_done = true;
     for (int64_t i = 0; i < b; ++i) {
       if (!done[i]) {

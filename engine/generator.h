@@ -3,7 +3,9 @@
 // to run a small model.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "engine/kv_slots.h"
@@ -27,6 +29,12 @@ struct GenerationSettings {
   // Sampling stream of each sequence (empty: its row index), so a request samples the same
   // tokens whichever block and row it lands in.
   std::vector<uint64_t> row_keys;
+  // Per sequence (empty: none): (token id, bias) added to its logits before each choice —
+  // OpenAI's logit_bias; +100 all but forces a token, -100 all but bans it.
+  std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;
+  // Per sequence (empty: none): OpenAI's presence_penalty, subtracted from the logit of every
+  // token the sequence has generated so far.
+  std::vector<float> presence_penalty;
   // Test hooks: logits [rows, vocab] of every prompt position (step -1, rows = b * s) and of the
   // last position at each generation step (step >= 0, rows = b).
   std::function<void(int step, const Tensor& logits)> on_logits;
@@ -63,9 +71,10 @@ PaddedBatch pad_prompts(const std::vector<std::vector<int32_t>>& prompts, int32_
 
 // Next-token choice for a [b, vocab] logits block (greedy or seeded sampling, or the forced
 // tokens), after showing the block to on_step_logits. `first_row` is the global index of row 0,
-// so results do not depend on how a batch is split.
+// so results do not depend on how a batch is split; `generated` holds the tokens each sequence
+// has generated so far (by global index), which presence_penalty reads.
 void choose_tokens(const Tensor& logits, const GenerationSettings& opt, int64_t first_row, int step,
-                   std::vector<int32_t>& ids);
+                   const std::vector<std::vector<int32_t>>& generated, std::vector<int32_t>& ids);
 
 // Positions of one decode step's tokens: the token of sequence i at padded position `padded`
 // is real position padded - pad[i] (i32 [pad.size()], in host memory).

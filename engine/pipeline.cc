@@ -250,7 +250,8 @@ void Pipeline::compute_head(const UnitWeights& w, int batch, const Tensor& hidde
   model_.logits(w, spec_.gen.compute, last, logits_);
   const int64_t first_row = batch * gbs_;
   std::vector<int32_t> ids;
-  choose_tokens(logits_, spec_.gen, first_row, prefill_ ? 0 : decode_step_ + 1, ids);
+  choose_tokens(logits_, spec_.gen, first_row, prefill_ ? 0 : decode_step_ + 1, result_.tokens,
+                ids);
   record_tokens(batch, ids);
   if (staged()) share_tokens(ids);
 }

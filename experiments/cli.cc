@@ -46,6 +46,26 @@ int fail(int code, const char* kind, const char* what) {
   return code;
 }
 
+// An integer option whose every value must be >= 1, refused in its own words (CLI11's
+// PositiveNumber prints its double range, "not in range 0.000000 to 1.797…e+308").
+CLI::Validator at_least_one(const std::string& option, const std::string& what) {
+  return CLI::Validator(
+      [option, what](std::string& value) -> std::string {
+        long long n = 0;
+        size_t used = 0;
+        try {
+          n = std::stoll(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || n < 1) {
+          return option + " " + value + ": each " + what + " must be an integer >= 1";
+        }
+        return "";
+      },
+      ">= 1");
+}
+
 }  // namespace
 
 int cli_main(int argc, char** argv) {
@@ -139,9 +159,9 @@ int cli_main(int argc, char** argv) {
       ->add_option("--decode-batches", prof.decode_rows,
                    "GPU batch sizes of the decode-rate table, e.g. 4,16,64")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one("--decode-batches", "batch size"));
   prof_cmd->add_option("--repeats", prof.repeats, "timed repetitions per measurement (median)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least_one("--repeats", "count"));
 
   GenerateJobOptions gen;
   CLI::App* gen_cmd = add_generate_subcommand(app, gen);

@@ -75,6 +75,16 @@ int run_convert(const ConvertOptions& o) {
   const DType dtype = parse_dtype(o.dtype);
   H2OFLEX_INPUT_CHECK(dtype != DType::I32, "--dtype must be bf16, f16 or f32");
   H2OFLEX_INPUT_CHECK(!o.to.empty(), "--to: an output directory is needed");
+  // The nearest existing part of --to must be a directory (the rest is created): a file there
+  // would end the run in a raw file-system error.
+  std::error_code ec;
+  fs::path existing = fs::absolute(o.to).lexically_normal();
+  while (!fs::exists(existing, ec) && existing.has_parent_path() &&
+         existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  H2OFLEX_INPUT_CHECK(fs::is_directory(existing, ec), "--to '", o.to, "': '", existing.string(),
+                      "' exists and is not a directory; convert writes a model directory there");
   // Compared after resolving links: a --to inside the source (or a link to it) would write the
   // layout and overwrite config files in the checkpoint being read.
   H2OFLEX_INPUT_CHECK(!within(resolved(o.to), resolved(o.from)), "--to '", o.to,

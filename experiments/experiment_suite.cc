@@ -113,10 +113,12 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
     }
   }
   const std::string cpath = key_path(where, "config");
-  H2OFLEX_INPUT_CHECK(node["config"], cpath,
-                      ": missing (every row needs model, prompt_len, gen_len)");
+  const bool default_config = defaults.IsMap() && defaults["config"];
+  H2OFLEX_INPUT_CHECK(node["config"] || default_config, cpath,
+                      ": missing (every row needs model, prompt_len, gen_len, here or in "
+                      "defaults.config)");
   // Defaults' config keys fill in what the row leaves out (a shallow merge).
-  r.config = YAML::Clone(node["config"]);
+  r.config = node["config"] ? YAML::Clone(node["config"]) : YAML::Node(YAML::NodeType::Map);
   require_mapping(r.config, cpath, kConfigKeys);
   if (defaults.IsMap() && defaults["config"]) {
     require_mapping(defaults["config"], path + ": defaults.config", kConfigKeys);
@@ -174,6 +176,14 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
                       ": rows: expected a non-empty list of rows");
   for (size_t i = 0; i < root["rows"].size(); ++i) {
     s.rows.push_back(parse_row(root["rows"][i], static_cast<int>(i), defaults, path));
+  }
+  // A label names one row: `versus:` and the tables refer to rows by it.
+  for (const SuiteRow& r : s.rows) {
+    for (const SuiteRow& o : s.rows) {
+      if (o.index >= r.index) break;
+      H2OFLEX_INPUT_CHECK(r.label.empty() || o.label != r.label, r.where, ": label '", r.label,
+                          "' is already rows[", o.index, "]'s; labels must be unique");
+    }
   }
   for (const SuiteRow& r : s.rows) {
     for (const std::string& label : r.versus) {

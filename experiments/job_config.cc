@@ -36,8 +36,23 @@ YAML::Node job_config_root(const JobConfigSource& job, const std::vector<std::st
 
 }  // namespace
 
+std::vector<std::pair<std::string, std::string>> job_unused_keys() {
+  return {{"name", "a label of `run` variants"},
+          {"prompt_len", "the prompts come from the input"},
+          {"projected_steps", "every step runs"},
+          {"hardware_profile", "it serves policy: auto, which jobs do not take"}};
+}
+
 RunConfig load_job_config(const JobConfigSource& job,
                           const std::function<void(YAML::Node& root)>& defaults) {
+  for (const std::string& o : job.overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    const std::string top = key.substr(0, key.find('.'));
+    for (const auto& [unused, why] : job.unused_keys) {
+      H2OFLEX_INPUT_CHECK(top != unused, "--set ", o, ": ", job.command, " does not use ", unused,
+                          " (", why, ")");
+    }
+  }
   const std::string source = job.config_path.empty() ? job.command + " defaults" : job.config_path;
   return with_overrides_named(
              source, job.overrides,

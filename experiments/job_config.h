@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/run_config.h"
@@ -18,7 +19,14 @@ struct JobConfigSource {
   std::string config_path;             // --config ("" = none)
   std::string model_dir;               // --model: replaces the config's model ("" = keep it)
   std::vector<std::string> overrides;  // --set key=value
+  // Run-config keys this command does not use, with why: a --set of one is refused (it would be
+  // accepted and change nothing).
+  std::vector<std::pair<std::string, std::string>> unused_keys;
 };
+
+// The run-config keys a job command never reads, whatever its input: `name`, `prompt_len`,
+// `projected_steps` (a throughput run's workload) and `hardware_profile` (policy: auto).
+std::vector<std::pair<std::string, std::string>> job_unused_keys();
 
 // The config file (or an empty mapping), the overrides, --model; `variants:` and `prompt_ids:`
 // are refused, a model is required, and a model directory holds real weights unless `dummy:` is

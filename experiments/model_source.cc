@@ -24,6 +24,24 @@ ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const
                        void* dst) { dummy_weight_fill(spec, seed, dtype, first, count, dst); };
   src.description = detail::concat(name, " (", what, "dummy weights, seed ", seed, ")");
   src.key = detail::concat(name, ":dummy:seed=", seed);
+  src.content = src.key;
+  return src;
+}
+
+std::string file_sha256(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  H2OFLEX_INPUT_CHECK(in.good(), "'", file.string(), "': cannot read");
+  const std::string bytes{std::istreambuf_iterator<char>(in), {}};
+  H2OFLEX_INPUT_CHECK(!in.bad(), "'", file.string(), "': read failed");
+  return sha256_hex(bytes);
+}
+
+// Dummy weights shaped by a directory's config.json: the shape is that file's content.
+ModelSource& dummy_from_config(ModelSource& src, const std::filesystem::path& dir,
+                               const std::string& model, uint64_t seed) {
+  with_dummy_weights(src, model, "config only, ", seed);
+  src.content = detail::concat("dummy:config=", file_sha256(dir / "config.json").substr(0, 16),
+                               ":seed=", seed);
   return src;
 }
 
@@ -98,7 +116,7 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
     src.model = hf_model(dir, name);
-    if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
+    if (dummy) return dummy_from_config(src, dir, model, seed);
     std::shared_ptr<WeightLayout> layout = WeightLayout::open(dir.string());
     for (const WeightSpec& spec : src.model->weight_specs()) {
       const WeightRecord& r = layout->record(layout->find(spec.name));
@@ -109,12 +127,14 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
     src.producer = layout_weight_producer(layout);
     src.description = detail::concat(model, " (offload layout)");
     src.key = layout->model_key();
+    // The index holds every tensor's checksum: its hash is the layout's content.
+    src.content = "layout:" + file_sha256(dir / WeightLayout::kIndexFile).substr(0, 16);
     return src;
   }
   // config.json first: its errors come before any about the weights, and dummy weights need
   // nothing else from the directory.
   src.model = hf_model(dir, name);
-  if (dummy) return with_dummy_weights(src, model, "config only, ", seed);
+  if (dummy) return dummy_from_config(src, dir, model, seed);
   auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
   // Every tensor must exist with the shape config.json implies; checked before any work.
   for (const WeightSpec& spec : src.model->weight_specs()) ckpt->get(spec.name, spec.shape);
@@ -125,7 +145,9 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   src.description = model;
   // The path says where, the fingerprint what: a changed checkpoint must not reuse the layout
   // written from its previous content.
-  src.key = std::filesystem::absolute(dir).string() + ":content=" + checkpoint_fingerprint(*ckpt);
+  const std::string fingerprint = checkpoint_fingerprint(*ckpt);
+  src.key = std::filesystem::absolute(dir).string() + ":content=" + fingerprint;
+  src.content = "checkpoint:" + fingerprint;
   return src;
 }
 

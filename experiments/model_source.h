@@ -17,6 +17,10 @@ struct ModelSource {
   PartialWeightProducer partial;  // part of a tensor (dummy weights only; else empty)
   std::string description;        // "opt-1.3b (dummy, seed 1)" or the directory
   std::string key;                // identifies the weights for on-disk layout reuse
+  // What the weights are, wherever they lie (a moved directory keeps it, changed weights do
+  // not): the checkpoint's fingerprint (the one in `key`), an offload layout's index (its
+  // checksums), or for dummy weights the model's shape, by name or config.json, and the seed.
+  std::string content;
 };
 
 // `model` is a published name or a directory. Dummy weights need a published name (or a

@@ -2,6 +2,7 @@
 
 #include "engine/model_footprint.h"
 #include "models/model_catalog.h"
+#include "models/model_positions.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -14,14 +15,28 @@
 
 namespace h2oflex {
 
-policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
-                                   double act_bytes) {
-  if (const auto m = published_model(model)) return model_shape_for(*m, weight_bytes, act_bytes);
+namespace {
+
+std::shared_ptr<const DecoderModel> planned_model(const std::string& model) {
+  if (auto m = published_model(model)) return m;
   const std::filesystem::path dir(model);
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
                       "': neither a published model name (", published_model_list(),
                       ") nor a model directory");
-  return model_shape_for(*hf_model(dir, dir.filename().string()), weight_bytes, act_bytes);
+  return hf_model(dir, dir.filename().string());
+}
+
+}  // namespace
+
+policy::ModelShape model_shape_for(const std::string& model, double weight_bytes,
+                                   double act_bytes) {
+  return model_shape_for(*planned_model(model), weight_bytes, act_bytes);
+}
+
+policy::ModelShape planned_model_shape(const std::string& model, int prompt_len, int gen_len) {
+  const std::shared_ptr<const DecoderModel> m = planned_model(model);
+  check_fits_positions(*m, prompt_len, gen_len, "plan", "--prompt-len", "--gen-len");
+  return model_shape_for(*m);
 }
 
 policy::Policy plan_policy(const policy::ModelShape& model, const policy::HardwareProfile& hw,
@@ -71,7 +86,7 @@ int run_plan(const PlanOptions& o) {
   const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
   H2OFLEX_INPUT_CHECK(o.prompt_len >= 1 && o.gen_len >= 1, "plan: --prompt-len ", o.prompt_len,
                       " and --gen-len ", o.gen_len, " must be >= 1");
-  const policy::ModelShape m = model_shape_for(o.model);
+  const policy::ModelShape m = planned_model_shape(o.model, o.prompt_len, o.gen_len);
   const policy::Workload w{o.prompt_len, o.gen_len, kv};
   policy::SearchOptions search;
   search.allow_compression = o.allow_compression;

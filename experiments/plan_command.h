@@ -36,6 +36,10 @@ struct PlanOptions {
 policy::ModelShape model_shape_for(const std::string& model, double weight_bytes = 2,
                                    double act_bytes = 2);
 
+// model_shape_for(model) for a plan of `prompt_len` + `gen_len` tokens: refused (InputError) when
+// they do not fit the model's positions, by the rule `run` and `policy: auto` apply.
+policy::ModelShape planned_model_shape(const std::string& model, int prompt_len, int gen_len);
+
 // Best policy within the profile's memory (times its usable_fraction) and `limits`.
 // Throws InputError when nothing fits, naming the tier that does not.
 // `allow_compression` lets it choose 4-bit weights / KV cache too.

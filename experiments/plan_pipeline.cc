@@ -41,7 +41,7 @@ int run_pipeline_plan(const PlanOptions& o) {
   std::vector<policy::HardwareProfile> hw;
   for (const std::string& p : paths) hw.push_back(policy::load_hardware_profile(p));
   const policy::KvPolicy kv = policy::parse_kv_spec(o.kv);
-  const policy::ModelShape m = model_shape_for(o.model);
+  const policy::ModelShape m = planned_model_shape(o.model, o.prompt_len, o.gen_len);
   const policy::Workload w{o.prompt_len, o.gen_len, kv};
   policy::SearchOptions search;
   search.allow_compression = o.allow_compression;

@@ -19,6 +19,7 @@
 #include "experiments/plan_command.h"
 #include "experiments/sha256.h"
 #include "experiments/stage_results.h"
+#include "models/model_positions.h"
 #include "policy/run_policy.h"
 #include "runtime/core/rng.h"
 #include "runtime/dist/job_device_link.h"
@@ -160,13 +161,12 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, model.vocab()) : c.prompt_ids;
   for (const auto& p : prompts) {
     for (int32_t id : p) {
-      H2OFLEX_INPUT_CHECK(id >= 0 && id < model.vocab(), c.source, ": prompt token id ", id,
-                          " outside the vocabulary [0, ", model.vocab(), ")");
+      H2OFLEX_INPUT_CHECK(id >= 0 && id < model.vocab(), c.origin_of("prompt_ids"),
+                          ": prompt token id ", id, " outside the vocabulary [0, ", model.vocab(),
+                          ")");
     }
   }
-  H2OFLEX_INPUT_CHECK(c.prompt_len + c.gen_len <= model.max_positions(), c.source, ": prompt_len (",
-                      c.prompt_len, ") + gen_len (", c.gen_len, ") exceeds ", model.name(), "'s ",
-                      model.max_positions(), " positions");
+  check_fits_positions(model, c.prompt_len, c.gen_len, c.source);
   H2OFLEX_INPUT_CHECK(!plan_only || c.has_policy(), c.source,
                       ": --plan-only plans the block schedule; the config needs a policy");
   if (speaks_for_job()) std::fprintf(stderr, "loading %s ...\n", src.description.c_str());

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "experiments/output_paths.h"
+#include "experiments/sampling_checks.h"
 #include "policy/run_policy.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
@@ -24,6 +25,7 @@ T scalar(const YAML::Node& node, const std::string& key, const std::string& sour
   } catch (const YAML::Exception&) {
     throw InputError(detail::concat(source, ": key '", key, "': expected ",
                                     std::is_same_v<T, bool>       ? "true or false"
+                                    : std::is_unsigned_v<T>       ? "an integer >= 0"
                                     : std::is_integral_v<T>       ? "an integer"
                                     : std::is_floating_point_v<T> ? "a number"
                                                                   : "a string",
@@ -164,7 +166,12 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   if (root["seed"]) c.seed = scalar<uint64_t>(root["seed"], "seed", source);
   if (root["temperature"])
     c.temperature = scalar<float>(root["temperature"], "temperature", source);
-  if (root["top_p"]) c.top_p = scalar<float>(root["top_p"], "top_p", source);
+  if (root["top_p"]) {
+    const double p = scalar<double>(root["top_p"], "top_p", source);
+    const std::string why = top_p_problem(p);
+    H2OFLEX_INPUT_CHECK(why.empty(), source, ": top_p ", why);
+    c.top_p = static_cast<float>(p);
+  }
   if (root["stop_at_eos"]) c.stop_at_eos = scalar<bool>(root["stop_at_eos"], "stop_at_eos", source);
   if (root["projected_steps"]) {
     c.projected_steps = scalar<int>(root["projected_steps"], "projected_steps", source);
@@ -174,7 +181,6 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
   H2OFLEX_INPUT_CHECK(c.gen_len >= 1, source, ": gen_len must be >= 1, got ", c.gen_len);
   H2OFLEX_INPUT_CHECK(c.batch_size >= 1, source, ": batch_size must be >= 1, got ", c.batch_size);
   H2OFLEX_INPUT_CHECK(c.temperature >= 0, source, ": temperature must be >= 0");
-  H2OFLEX_INPUT_CHECK(c.top_p > 0 && c.top_p <= 1, source, ": top_p must be in (0, 1]");
   ops::parse_compute_dtype(c.compute_dtype, source + ": compute_dtype");
   if (const YAML::Node ids = root["prompt_ids"]) {
     H2OFLEX_INPUT_CHECK(ids.IsSequence() && ids.size() > 0, source,
@@ -252,10 +258,17 @@ std::vector<RunConfig> load_variants(const std::string& path,
   YAML::Node base = YAML::Clone(root);
   base.remove("variants");
   std::vector<RunConfig> out;
+  std::set<std::string> names;
   for (size_t i = 0; i < variants.size(); ++i) {
     const YAML::Node v = variants[i];
     const std::string where = detail::concat("variants[", i, "]");
     check_keys(v, {"name", "set"}, where, label);
+    // Results are told apart by name: each variant needs its own.
+    H2OFLEX_INPUT_CHECK(v["name"], label, ": ", where, ".name is missing (each variant needs one)");
+    const std::string name = scalar<std::string>(v["name"], where + ".name", label);
+    H2OFLEX_INPUT_CHECK(!name.empty(), label, ": ", where, ".name is empty");
+    H2OFLEX_INPUT_CHECK(names.insert(name).second, label, ": ", where, ".name '", name,
+                        "' is already another variant's; names must be unique");
     YAML::Node cfg = YAML::Clone(base);
     if (v["set"]) {
       H2OFLEX_INPUT_CHECK(v["set"].IsMap(), label, ": ", where, ".set must be a mapping");
@@ -269,12 +282,24 @@ std::vector<RunConfig> load_variants(const std::string& path,
 
 }  // namespace
 
+std::string RunConfig::origin_of(const std::string& key) const {
+  for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+    const std::string set = it->substr(0, it->find('='));
+    if (key == set || key.rfind(set + ".", 0) == 0) {
+      return detail::concat("--set ", *it, " (over ", source, ")");
+    }
+  }
+  return source;
+}
+
 std::vector<RunConfig> with_overrides_named(
     const std::string& source, const std::vector<std::string>& overrides,
     const std::function<std::vector<RunConfig>(const std::vector<std::string>&,
                                                const std::string&)>& parse) {
   try {
-    return parse(overrides, source);
+    std::vector<RunConfig> configs = parse(overrides, source);
+    for (RunConfig& c : configs) c.overrides = overrides;
+    return configs;
   } catch (const InputError&) {
     if (overrides.empty()) throw;
     // The base alone failing is the file's own fault: report that error as it was.
@@ -322,7 +347,8 @@ void check_run_paths(const RunConfig& c) {
   if (!c.has_hardware()) return;
   const policy::HardwareLimits limits = policy::parse_hardware_limits(c.hardware, "hardware");
   if (!limits.disk_path.empty()) {
-    check_writable_directory(limits.disk_path, c.source + ": hardware.disk_path");
+    check_writable_directory(limits.disk_path,
+                             c.origin_of("hardware.disk_path") + ": hardware.disk_path");
   }
 }
 

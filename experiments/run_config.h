@@ -38,6 +38,13 @@ struct RunConfig {
   // from the config file's directory.
   std::string hardware_profile;
 
+  // The --set assignments applied over `source`, in order ("hardware.disk_path=/x").
+  std::vector<std::string> overrides;
+
+  // Who wrote `key` (dotted, e.g. "hardware.disk_path"), for the checks made after parsing:
+  // the last --set that set it or a section above it, "--set K=V (over SOURCE)", else `source`.
+  std::string origin_of(const std::string& key) const;
+
   bool has_policy() const { return policy.IsDefined() && !policy.IsNull(); }
   bool has_hardware() const { return hardware.IsDefined() && !hardware.IsNull(); }
 };

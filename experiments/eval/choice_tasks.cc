@@ -6,6 +6,7 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "experiments/generate/json_line.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::eval {
@@ -19,11 +20,8 @@ bool is_blank(const std::string& s) {
 // The task on one line, or the reason it is none. `id` is filled as soon as it is read.
 std::string parse_task(const std::string& text, ChoiceTask& t) {
   nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return std::string("not valid JSON: ") + e.what();
-  }
+  std::string invalid;
+  if (!generate::parse_json_line(text, j, invalid)) return invalid;
   if (!j.is_object())
     return "expected a JSON object {\"id\", \"context\", \"choices\", \"answer\"}";
   if (j.contains("id")) {
@@ -59,6 +57,31 @@ std::string parse_task(const std::string& text, ChoiceTask& t) {
     return detail::concat("'answer' ", a, " is not an index of the ", t.choices.size(), " choices");
   }
   t.answer = static_cast<int>(a);
+  return "";
+}
+
+// The scored sequences of a task, one per choice (BOS, context, choice), or why it has none.
+std::string task_sequences(const ChoiceTask& t, const BpeTokenizer& tokenizer, int32_t bos,
+                           std::vector<ScoredSequence>& seqs, std::vector<int>& tokens) {
+  // lm-eval-harness: "Question: x " + "y" is scored as "Question: x" + " y".
+  const size_t kept = t.context.find_last_not_of(" \t\n\r");
+  const std::string context = kept == std::string::npos ? "" : t.context.substr(0, kept + 1);
+  const std::string spaces = t.context.substr(context.size());
+  const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
+  for (size_t c = 0; c < t.choices.size(); ++c) {
+    const std::vector<int32_t> whole = tokenizer.encode(context + spaces + t.choices[c], false);
+    // As lm-eval-harness: the continuation is what the whole text has beyond the context's
+    // token count, even where a merge crosses the boundary.
+    if (whole.size() <= ctx.size()) {
+      return detail::concat("choice ", c, " adds no tokens to the context's");
+    }
+    ScoredSequence s;
+    s.ids.push_back(bos);
+    s.ids.insert(s.ids.end(), whole.begin(), whole.end());
+    s.first_scored = 1 + ctx.size();
+    tokens.push_back(static_cast<int>(whole.size() - ctx.size()));
+    seqs.push_back(std::move(s));
+  }
   return "";
 }
 
@@ -98,33 +121,42 @@ ParsedTasks read_choice_tasks(const std::string& path) {
   return out;
 }
 
+std::vector<ChoiceTask> scorable_tasks(std::vector<ChoiceTask> tasks, const BpeTokenizer& tokenizer,
+                                       int32_t bos, int64_t max_positions,
+                                       std::vector<generate::LineError>& errors) {
+  std::vector<ChoiceTask> kept;
+  for (ChoiceTask& t : tasks) {
+    std::vector<ScoredSequence> seqs;
+    std::vector<int> tokens;
+    std::string reason = task_sequences(t, tokenizer, bos, seqs, tokens);
+    size_t longest = 0;
+    for (const ScoredSequence& s : seqs) longest = std::max(longest, s.ids.size());
+    if (reason.empty() && static_cast<int64_t>(longest) > max_positions) {
+      reason = detail::concat("the context and its longest choice are ", longest,
+                              " tokens with the BOS, more than the model's context of ",
+                              max_positions, " positions");
+    }
+    if (!reason.empty()) {
+      errors.push_back({t.line, t.id, reason});
+      continue;
+    }
+    kept.push_back(std::move(t));
+  }
+  return kept;
+}
+
 ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
                                 int32_t bos, const policy::KvPolicy& kv,
                                 generate::BlockEngine& engine, ContextReading reading) {
   std::vector<ScoredSequence> seqs;
   ChoiceResult r;
   for (const ChoiceTask& t : tasks) {
-    // lm-eval-harness: "Question: x " + "y" is scored as "Question: x" + " y".
-    const size_t kept = t.context.find_last_not_of(" \t\n\r");
-    const std::string context = kept == std::string::npos ? "" : t.context.substr(0, kept + 1);
-    const std::string spaces = t.context.substr(context.size());
-    const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
     TaskScore score;
-    for (const std::string& choice : t.choices) {
-      const std::vector<int32_t> whole = tokenizer.encode(context + spaces + choice, false);
-      // As lm-eval-harness: the continuation is what the whole text has beyond the context's
-      // token count, even where a merge crosses the boundary.
-      H2OFLEX_INPUT_CHECK(whole.size() > ctx.size(), "task '", t.id, "' (line ", t.line,
-                          "): choice ", &choice - t.choices.data(),
-                          " adds no tokens to the context's");
-      ScoredSequence s;
-      s.ids.push_back(bos);
-      s.ids.insert(s.ids.end(), whole.begin(), whole.end());
-      s.first_scored = 1 + ctx.size();
-      r.longest = std::max(r.longest, s.ids.size());
-      score.tokens.push_back(static_cast<int>(whole.size() - ctx.size()));
-      seqs.push_back(std::move(s));
-    }
+    const size_t first = seqs.size();
+    const std::string reason = task_sequences(t, tokenizer, bos, seqs, score.tokens);
+    H2OFLEX_INPUT_CHECK(reason.empty(), "task '", t.id, "' (line ", t.line, "): ", reason);
+    for (size_t i = first; i < seqs.size(); ++i)
+      r.longest = std::max(r.longest, seqs[i].ids.size());
     r.scores.push_back(std::move(score));
   }
   const std::vector<SequenceScore> scored = score_sequences(seqs, kv, engine, reading);

@@ -46,7 +46,15 @@ struct ChoiceResult {
   size_t longest = 0;         // tokens of the longest scored sequence (BOS included)
 };
 
-// Each choice must add tokens to the context's (InputError naming the task otherwise).
+// The tasks that can be scored: a task whose choice adds no tokens to the context's, or whose
+// longest sequence (BOS, context, choice) exceeds `max_positions`, goes to `errors` with its line
+// and id, so one bad task costs itself, not the run.
+std::vector<ChoiceTask> scorable_tasks(std::vector<ChoiceTask> tasks, const BpeTokenizer& tokenizer,
+                                       int32_t bos, int64_t max_positions,
+                                       std::vector<generate::LineError>& errors);
+
+// Each choice must add tokens to the context's (InputError naming the task otherwise; tasks from
+// scorable_tasks do).
 ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeTokenizer& tokenizer,
                                 int32_t bos, const policy::KvPolicy& kv,
                                 generate::BlockEngine& engine,

@@ -2,9 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "experiments/eval/choice_tasks.h"
@@ -26,7 +28,11 @@ namespace fs = std::filesystem;
 
 // The config of a single eval command: the file, --set, --model, then eval's defaults.
 RunConfig eval_config(const EvalOptions& o, const std::string& command) {
-  return load_job_config({command, o.config_path, o.model_dir, o.overrides},
+  std::vector<std::pair<std::string, std::string>> unused = job_unused_keys();
+  for (const char* key : {"gen_len", "temperature", "top_p", "stop_at_eos"}) {
+    unused.emplace_back(key, "eval scores given tokens, it generates none");
+  }
+  return load_job_config({command, o.config_path, o.model_dir, o.overrides, unused},
                          eval::apply_eval_defaults);
 }
 
@@ -87,6 +93,9 @@ void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
 }  // namespace
 
 int run_eval_perplexity(const EvalOptions& o) {
+  // Known wrong before the model is read: its context only bounds the window from above.
+  eval::resolve_window_shape(o.window, o.stride, std::numeric_limits<int>::max(), "--window",
+                             "--stride");
   check_input_file(o.input, "--text");
   RunConfig config = eval_config(o, "eval perplexity");
   check_output_paths(eval_inputs(o, "--text", config), {{"--json", o.json_out}});
@@ -96,12 +105,9 @@ int run_eval_perplexity(const EvalOptions& o) {
   const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
   const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
   H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
-  const int64_t context = s.source.model->max_positions();
-  const int window = o.window > 0 ? o.window : static_cast<int>(context - 1);
-  H2OFLEX_INPUT_CHECK(window + 1 <= context, "--window ", window, " + the BOS exceeds the model's ",
-                      context, " positions");
-  const int stride = o.stride > 0 ? o.stride : window;
-  eval::plan_windows(tokens.size(), window, stride);  // refuses a bad window before any work
+  const eval::WindowShape shape = eval::resolve_window_shape(
+      o.window, o.stride, s.source.model->max_positions(), "--window", "--stride");
+  const int window = shape.window, stride = shape.stride;
 
   Stopwatch watch;
   const eval::PerplexityResult r =
@@ -127,28 +133,44 @@ int run_eval_perplexity(const EvalOptions& o) {
 
 int run_eval_choice(const EvalOptions& o) {
   check_input_file(o.input, "--tasks");
+  // Without --json the report lies beside the tasks file.
   const std::string errors = generate::errors_path_for(o.json_out.empty() ? o.input : o.json_out);
   RunConfig config = eval_config(o, "eval choice");
   check_output_paths(eval_inputs(o, "--tasks", config),
                      {{"--json", o.json_out}, {"the error report", errors}});
-  generate::check_error_report_replaceable(errors);
-  const eval::ParsedTasks parsed = eval::read_choice_tasks(o.input);
+  generate::check_error_report_replaceable(
+      errors, o.json_out.empty() ? "name the result with --json OUT (the report is then "
+                                   "OUT.errors.jsonl)"
+                                 : "choose another --json");
+  eval::ParsedTasks parsed = eval::read_choice_tasks(o.input);
+  eval::EvalSetup s(std::move(config), "eval choice");
+  const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
+  // A task too long for the model, or whose choice adds no tokens, is a bad line like the rest.
+  parsed.tasks = eval::scorable_tasks(std::move(parsed.tasks), s.tokenizer, s.bos,
+                                      s.source.model->max_positions(), parsed.errors);
+  std::stable_sort(
+      parsed.errors.begin(), parsed.errors.end(),
+      [](const generate::LineError& a, const generate::LineError& b) { return a.line < b.line; });
   for (const generate::LineError& e : parsed.errors) {
     std::fprintf(stderr, "eval choice: %s line %lld%s: %s\n", o.input.c_str(),
                  static_cast<long long>(e.line), e.id.empty() ? "" : (" (id " + e.id + ")").c_str(),
                  e.reason.c_str());
   }
   generate::write_error_report(errors, parsed.errors);
-  H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
-                      parsed.errors.size(), " bad lines, reported in ", errors, ")");
-  eval::EvalSetup s(std::move(config), "eval choice");
-  const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
+  if (parsed.errors.empty()) {
+    H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no task");
+  } else {
+    H2OFLEX_INPUT_CHECK(!parsed.tasks.empty(), "--tasks '", o.input, "' holds no valid task (",
+                        parsed.errors.size(), " bad line(s), reported in ", errors, ")");
+    std::fprintf(stderr, "eval choice: %zu task line(s) skipped, reported in %s\n",
+                 parsed.errors.size(), errors.c_str());
+  }
 
   Stopwatch watch;
   const eval::ChoiceResult r = eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos,
                                                         s.config.kv_policy, *s.engine, reading);
   const double eval_s = watch.elapsed();
-  std::printf("acc %.4f  acc_norm %.4f  n %zu  rejected %zu  kv %s\n", r.acc, r.acc_norm,
+  std::printf("acc %.4f  acc_norm %.4f  n %zu  skipped %zu  kv %s\n", r.acc, r.acc_norm,
               parsed.tasks.size(), parsed.errors.size(), s.config.kv_policy.summary().c_str());
   nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
   for (size_t i = 0; i < parsed.tasks.size(); ++i) {

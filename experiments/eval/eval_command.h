@@ -4,6 +4,7 @@
 // for real (an evicted entry is gone) in any placement `run` supports.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,8 @@ struct EvalOptions {
   std::vector<std::string> overrides;  // --set key=value
   std::string json_out;                // --json OUT ("" = none)
   std::string context = "stream";      // --context: stream (token by token) | prefill
-  int window = 0;                      // perplexity: 0 = the model's context less the BOS
-  int stride = 0;                      // perplexity: 0 = the window
+  std::optional<int> window;           // perplexity: absent = the model's context less the BOS
+  std::optional<int> stride;           // perplexity: absent = the window
 };
 
 // Exit codes as elsewhere: 0, 2 for bad input (no result written), 1 other failures (thrown).

@@ -6,6 +6,19 @@
 
 namespace h2oflex::eval {
 
+WindowShape resolve_window_shape(std::optional<int64_t> window, std::optional<int64_t> stride,
+                                 int64_t max_positions, const std::string& window_name,
+                                 const std::string& stride_name) {
+  const int64_t w = window.value_or(max_positions - 1);
+  H2OFLEX_INPUT_CHECK(w >= 1, window_name, " ", w, " must be at least 1");
+  H2OFLEX_INPUT_CHECK(w + 1 <= max_positions, window_name, " ", w,
+                      " + the BOS exceeds the model's ", max_positions, " positions");
+  const int64_t s = stride.value_or(w);
+  H2OFLEX_INPUT_CHECK(s >= 1 && s <= w, stride_name, " ", s, " must be in [1, ", window_name, " ",
+                      w, "]");
+  return {static_cast<int>(w), static_cast<int>(s)};
+}
+
 std::vector<Window> plan_windows(size_t tokens, int window, int stride) {
   H2OFLEX_INPUT_CHECK(tokens > 0, "the text has no tokens");
   H2OFLEX_INPUT_CHECK(window >= 1, "--window ", window, " must be at least 1");

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "experiments/eval/token_scorer.h"
@@ -16,6 +18,18 @@ struct Window {
   size_t begin = 0, end = 0;  // text tokens [begin, end)
   size_t scored_from = 0;     // tokens [scored_from, end) are scored here
 };
+
+struct WindowShape {
+  int window = 0, stride = 0;
+};
+
+// The window and stride of a perplexity run: those given, else the model's context less the BOS
+// and the window. InputError naming `window_name` or `stride_name` (the option or suite key) for
+// a window below 1 or beyond the context with its BOS, or a stride outside [1, window]; checked
+// before any work, and never replaced by a default when a value was given.
+WindowShape resolve_window_shape(std::optional<int64_t> window, std::optional<int64_t> stride,
+                                 int64_t max_positions, const std::string& window_name,
+                                 const std::string& stride_name);
 
 // InputError when there are no tokens or window / stride are out of range (stride <= window).
 std::vector<Window> plan_windows(size_t tokens, int window, int stride);

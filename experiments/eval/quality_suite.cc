@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "experiments/eval/choice_tasks.h"
@@ -122,6 +123,11 @@ QualitySuite load_quality_suite(const std::string& path) {
       require_mapping(v, key, {"label", "config"});
       H2OFLEX_INPUT_CHECK(v["label"] && v["config"], key, ": label and config are required");
       QualityVariant q{read_string(v["label"], key_path(key, "label")), YAML::Clone(v["config"])};
+      H2OFLEX_INPUT_CHECK(!q.label.empty(), key_path(key, "label"), ": is empty");
+      for (const QualityVariant& other : s.variants) {
+        H2OFLEX_INPUT_CHECK(other.label != q.label, key_path(key, "label"), ": '", q.label,
+                            "' is already another variant's; labels must be unique");
+      }
       require_mapping(q.config, key_path(key, "config"));
       H2OFLEX_INPUT_CHECK(!q.config["model"] && !q.config["kv"], key_path(key, "config"),
                           ": holds neither model nor kv (the suite sets them)");
@@ -157,8 +163,11 @@ QualitySuite load_quality_suite(const std::string& path) {
                         "' does not exist or is not a file");
     H2OFLEX_INPUT_CHECK(q.perplexity || (!t["window"] && !t["stride"]), key,
                         ": window and stride are for perplexity tasks");
-    if (t["window"]) q.window = static_cast<int>(read_int(t["window"], key_path(key, "window")));
-    if (t["stride"]) q.stride = static_cast<int>(read_int(t["stride"], key_path(key, "stride")));
+    if (t["window"]) q.window = read_int(t["window"], key_path(key, "window"));
+    if (t["stride"]) q.stride = read_int(t["stride"], key_path(key, "stride"));
+    // The model's context bounds the window once it is loaded; the rest is checked here.
+    resolve_window_shape(q.window, q.stride, std::numeric_limits<int>::max(),
+                         key_path(key, "window"), key_path(key, "stride"));
     if (t["context"]) q.context = read_string(t["context"], key_path(key, "context"));
     H2OFLEX_INPUT_CHECK(q.context == "stream" || q.context == "prefill", key_path(key, "context"),
                         ": '", q.context, "' is not stream or prefill");
@@ -252,6 +261,8 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
           H2OFLEX_INPUT_CHECK(!texts[t].empty(), task.input, ": the text has no tokens");
         } else {
           choices[t] = read_choice_tasks(task.input);
+          choices[t].tasks = scorable_tasks(std::move(choices[t].tasks), s.tokenizer, s.bos,
+                                            s.source.model->max_positions(), choices[t].errors);
           H2OFLEX_INPUT_CHECK(choices[t].errors.empty(), task.input, " line ",
                               choices[t].errors.empty() ? 0 : choices[t].errors.front().line, ": ",
                               choices[t].errors.empty() ? "" : choices[t].errors.front().reason);
@@ -283,10 +294,10 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
           const ContextReading reading = context_reading(task.context, kv);
           Stopwatch watch;
           if (task.perplexity) {
-            const int window = task.window > 0 ? task.window : static_cast<int>(context - 1);
-            const PerplexityResult r =
-                text_perplexity(texts[t], s.bos, window, task.stride > 0 ? task.stride : window, kv,
-                                *s.engine, reading);
+            const WindowShape shape = resolve_window_shape(
+                task.window, task.stride, context, task.name + ": window", task.name + ": stride");
+            const PerplexityResult r = text_perplexity(texts[t], s.bos, shape.window, shape.stride,
+                                                       kv, *s.engine, reading);
             c["perplexity"] = r.perplexity;
             c["nll_mean"] = r.nll_mean;
             c["tokens"] = r.nll.size();

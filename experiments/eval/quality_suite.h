@@ -4,6 +4,7 @@
 // experiments/README.md ("Quality suites").
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,7 @@ struct QualityTask {
   std::string name;
   bool perplexity = true;  // else choice
   std::string input;       // the text or the tasks file (resolved against the suite's directory)
-  int window = 0, stride = 0;  // perplexity; 0 = eval's defaults
+  std::optional<int64_t> window, stride;  // perplexity; absent = eval's defaults
   std::string context = "stream";
 };
 

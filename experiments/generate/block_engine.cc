@@ -64,6 +64,8 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.top_p = work.top_p;
   opt.seed = work.seed;
   opt.row_keys = work.row_keys;
+  opt.logit_bias = work.logit_bias;
+  opt.presence_penalty = work.presence_penalty;
   opt.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
   if (!policy_) {
     check_in_ram_fits(plan_in_ram(*source_.model, opt, static_cast<int64_t>(work.prompts.size()),
@@ -89,6 +91,12 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
   if (!spec.gen.row_keys.empty()) {
     spec.gen.row_keys.resize(spec.prompts.size(), spec.gen.row_keys.back());
+  }
+  if (!spec.gen.logit_bias.empty()) {
+    spec.gen.logit_bias.resize(spec.prompts.size(), spec.gen.logit_bias.back());
+  }
+  if (!spec.gen.presence_penalty.empty()) {
+    spec.gen.presence_penalty.resize(spec.prompts.size(), spec.gen.presence_penalty.back());
   }
   if (!spec.gen.forced.empty()) spec.gen.forced.resize(spec.prompts.size(), work.forced.back());
   PipelineResult result = run_pipeline(spec);

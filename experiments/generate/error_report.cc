@@ -22,11 +22,11 @@ std::string errors_path_for(const std::string& output_path) {
   return beside_output(output_path, ".errors.jsonl");
 }
 
-void check_error_report_replaceable(const std::string& path) {
+void check_error_report_replaceable(const std::string& path, const std::string& remedy) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return;
   H2OFLEX_INPUT_CHECK(std::filesystem::is_regular_file(path, ec), "error report '", path,
-                      "' exists and is not a regular file; choose another --output");
+                      "' exists and is not a regular file; ", remedy);
   std::ifstream in(path, std::ios::binary);
   H2OFLEX_INPUT_CHECK(in.good(), "cannot read the existing error report '", path,
                       "': ", std::strerror(errno));
@@ -37,8 +37,9 @@ void check_error_report_replaceable(const std::string& path) {
                       j.contains("error") && j["error"].is_string() &&
                       j.size() == (j.contains("id") ? 3u : 2u);
     H2OFLEX_INPUT_CHECK(ours, "'", path, "' line ", n,
-                        " is not an entry of a generate error report; refusing to overwrite a "
-                        "file this job did not write (choose another --output)");
+                        " is not an entry of an error report; refusing to overwrite a file this "
+                        "command did not write (",
+                        remedy, ")");
   }
 }
 

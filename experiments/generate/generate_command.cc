@@ -79,15 +79,13 @@ void adopt_recorded_compute_type(const std::string& output, RunConfig& config) {
                config.compute_dtype.c_str(), path.c_str());
 }
 
-// The settings that decide the results (job_record.h); a model directory by its full path, so
-// `--model m` and `--model ./m` are one model.
+// The settings that decide the results (job_record.h). The model by its content, not its path:
+// weights changed in place must not resume a job, a moved or copied directory may.
 nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& model,
                                     const generate::BlockEngine& engine,
                                     const generate::JobSettings& s) {
-  std::error_code ec;
-  const bool is_dir = fs::is_directory(config.model, ec);
   nlohmann::ordered_json j;
-  j["model"] = is_dir ? fs::weakly_canonical(config.model, ec).string() : model.description;
+  j["model"] = model.content;
   j["dummy"] = config.dummy;
   j["compute_device"] = pipeline_device_name(engine.device());
   j["compute_dtype"] = std::string(ops::compute_type_name(engine.compute_type()));
@@ -106,12 +104,13 @@ nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& 
 }
 
 RunConfig load_generate_config(const GenerateJobOptions& options) {
-  return load_job_config({"generate", options.config_path, options.model_dir, options.overrides},
-                         [](YAML::Node& root) {
-                           if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
-                           if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
-                           if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
-                         });
+  return load_job_config(
+      {"generate", options.config_path, options.model_dir, options.overrides, job_unused_keys()},
+      [](YAML::Node& root) {
+        if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
+        if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
+        if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
+      });
 }
 
 // A rank other than 0 of `mpirun -np S h2oflex generate`: its stage of every block rank 0 runs

@@ -72,6 +72,12 @@ uint64_t request_sampling_key(const std::string& id) {
   return stable_hash(id.data(), id.size());
 }
 
+uint64_t seeded_sampling_key(uint64_t seed) {
+  // Not an id's hash: the text "seed=N" keeps the two kinds of keys apart.
+  const std::string text = "seed=" + std::to_string(seed);
+  return stable_hash(text.data(), text.size()) ^ 0x9E3779B97F4A7C15ull;
+}
+
 JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
                             const BlockRunner& run_block) {
   JobSummary summary;
@@ -144,7 +150,20 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
     for (size_t p : block.members) {
       work.prompts.push_back(prepared[p].prompt_ids);
       ids.push_back(id_of(p));
-      work.row_keys.push_back(request_sampling_key(id_of(p)));
+      const GenerateRequest& request = input.requests[prepared[p].index];
+      work.row_keys.push_back(request.seed ? seeded_sampling_key(*request.seed)
+                                           : request_sampling_key(request.id));
+      work.logit_bias.push_back(request.logit_bias);
+      work.presence_penalty.push_back(request.presence_penalty.value_or(0.0f));
+    }
+    // Without any bias the engine's logits are used as they are (no host copy per step).
+    if (std::all_of(work.logit_bias.begin(), work.logit_bias.end(),
+                    [](const auto& b) { return b.empty(); })) {
+      work.logit_bias.clear();
+    }
+    if (std::all_of(work.presence_penalty.begin(), work.presence_penalty.end(),
+                    [](float p) { return p == 0.0f; })) {
+      work.presence_penalty.clear();
     }
     work.prompt_len = block.prompt_len;
     work.gen_len = block.gen_len;

@@ -29,6 +29,9 @@ struct BlockWork {
   float top_p = 1.0f;
   uint64_t seed = 0;               // the job's sampling seed
   std::vector<uint64_t> row_keys;  // per prompt: its sampling stream, from its id
+  // Per prompt (empty: none): its request's logit_bias, (token id, bias) pairs.
+  std::vector<std::vector<std::pair<int32_t, float>>> logit_bias;
+  std::vector<float> presence_penalty;  // per prompt (empty: none)
   // Scoring (eval) instead of sampling: the tokens fed after each step, the logits observer and
   // the eviction rule already resolved for the scored length (GenerationSettings' fields).
   std::vector<std::vector<int32_t>> forced;
@@ -80,5 +83,9 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
 // The sampling stream of a request: derived from its id alone, so a request samples the same
 // tokens whichever block it lands in, with or without grouping, resumed or not.
 uint64_t request_sampling_key(const std::string& id);
+
+// The sampling stream of a request that names its own `seed` (OpenAI's field): requests with
+// one seed, prompt and settings sample the same tokens, whatever their ids.
+uint64_t seeded_sampling_key(uint64_t seed);
 
 }  // namespace h2oflex::generate

@@ -44,6 +44,18 @@ std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>
     p.max_new_tokens = r.max_new_tokens.value_or(defaults.max_new_tokens);
     p.temperature = r.temperature.value_or(defaults.temperature);
     p.top_p = p.temperature > 0 ? r.top_p.value_or(defaults.top_p) : 1.0f;
+    bool known_ids = true;
+    for (const auto& [id, bias] : r.logit_bias) {
+      if (id >= static_cast<int64_t>(tokenizer.vocab_size())) {
+        errors.push_back(
+            LineError{r.line, r.id,
+                      detail::concat("logit_bias names token ", id, ", beyond the vocabulary of ",
+                                     tokenizer.vocab_size(), " tokens")});
+        known_ids = false;
+        break;
+      }
+    }
+    if (!known_ids) continue;
     const int64_t n = static_cast<int64_t>(p.prompt_ids.size());
     if (n >= max_positions) {
       errors.push_back(

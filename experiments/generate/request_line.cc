@@ -3,7 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
+
+#include "experiments/generate/json_line.h"
+#include "experiments/sampling_checks.h"
 
 namespace h2oflex::generate {
 
@@ -108,6 +112,33 @@ std::vector<std::string> read_stop(const json& value, const std::string& key) {
   return stop;
 }
 
+// OpenAI's {"token id": bias}: ids as decimal strings, biases in [-100, 100].
+std::vector<std::pair<int32_t, float>> read_logit_bias(const json& value,
+                                                       const std::string& prefix) {
+  const std::string key = prefix + "logit_bias";
+  if (!value.is_object()) {
+    throw FieldError{"'" + key + "' must be an object {\"token id\": bias}, got " + value.dump()};
+  }
+  std::vector<std::pair<int32_t, float>> out;
+  for (const auto& [id_text, bias] : value.items()) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(id_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != id_text.size() || id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      throw FieldError{"'" + key + "' key '" + id_text + "' is not a token id"};
+    }
+    if (!bias.is_number() || !(bias.get<double>() >= -100 && bias.get<double>() <= 100)) {
+      throw FieldError{"'" + key + "' of token " + id_text + " must be a number in [-100, 100]"};
+    }
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias.get<double>()));
+  }
+  return out;
+}
+
 // The fields shared by both formats, read from `obj` (the line, or the batch line's body).
 void read_options(const json& obj, const std::string& prefix, const char* max_tokens_key, bool chat,
                   GenerateRequest& r) {
@@ -129,11 +160,43 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
     r.temperature = t;
   }
   if (!absent(obj, "top_p")) {
-    const float p = read_number(obj["top_p"], prefix + "top_p");
-    if (!(p > 0 && p <= 1)) throw FieldError{"'" + prefix + "top_p' must be in (0, 1]"};
-    r.top_p = p;
+    const json& p = obj["top_p"];
+    if (!p.is_number()) throw FieldError{"'" + prefix + "top_p' must be a number, got " + p.dump()};
+    const std::string why = top_p_problem(p.get<double>());
+    if (!why.empty()) throw FieldError{"'" + prefix + "top_p' " + why};
+    r.top_p = static_cast<float>(p.get<double>());
   }
   if (!absent(obj, "stop")) r.stop = read_stop(obj["stop"], prefix + "stop");
+  if (!absent(obj, "logit_bias")) r.logit_bias = read_logit_bias(obj["logit_bias"], prefix);
+  if (!absent(obj, "presence_penalty")) {
+    const float p = read_number(obj["presence_penalty"], prefix + "presence_penalty");
+    if (!(p >= -2 && p <= 2)) {
+      throw FieldError{"'" + prefix + "presence_penalty' must be in [-2, 2]"};
+    }
+    r.presence_penalty = p;
+  }
+  if (!absent(obj, "seed")) {
+    const json& v = obj["seed"];
+    if (!v.is_number_unsigned()) {
+      throw FieldError{"'" + prefix + "seed' must be an integer >= 0, got " + v.dump()};
+    }
+    r.seed = v.get<uint64_t>();
+  }
+}
+
+// Every field a line may hold is one this command honours: a field it would ignore (OpenAI's
+// echo, logprobs, best_of, frequency_penalty, ...) would change what the caller expects silently.
+void refuse_unknown_fields(const json& obj, const std::string& prefix,
+                           std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : obj.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok) {
+      std::string list;
+      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw FieldError{"field '" + prefix + key + "' is not supported (known: " + list + ")"};
+    }
+  }
 }
 
 void read_batch_line(const json& line, GenerateRequest& r) {
@@ -146,8 +209,13 @@ void read_batch_line(const json& line, GenerateRequest& r) {
     }
   }
   if (absent(line, "body")) throw FieldError{"missing 'body'"};
+  refuse_unknown_fields(line, "", {"custom_id", "method", "url", "body"});
   const json& body = line["body"];
   if (!body.is_object()) throw FieldError{"'body' must be an object"};
+  // `model` names the model the file was written for; the job's model is --model.
+  refuse_unknown_fields(body, "body.",
+                        {"prompt", "messages", "model", "max_tokens", "temperature", "top_p",
+                         "stop", "n", "seed", "logit_bias", "presence_penalty"});
   // The url names the kind of request; without one, the body's "messages" does.
   bool chat = !absent(body, "messages");
   if (!absent(line, "url")) {
@@ -177,17 +245,9 @@ void read_batch_line(const json& line, GenerateRequest& r) {
 ParsedLine parse_request_line(std::string_view text, int64_t line) {
   ParsedLine out;
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    // parse_error, or out_of_range for a number beyond double (1e400) anywhere in the line.
-    // Drop the library's "[json.exception.parse_error.101] " tag; keep position and cause.
-    std::string msg = e.what();
-    if (const size_t close = msg.find("] ");
-        msg.rfind("[json.exception", 0) == 0 && close != std::string::npos) {
-      msg = msg.substr(close + 2);
-    }
-    out.error = LineError{line, "", "invalid JSON: " + msg};
+  std::string reason;
+  if (!parse_json_line(text, doc, reason)) {
+    out.error = LineError{line, "", reason};
     return out;
   }
   if (!doc.is_object()) {
@@ -203,6 +263,9 @@ ParsedLine parse_request_line(std::string_view text, int64_t line) {
     } else {
       if (absent(doc, "id")) throw FieldError{"missing 'id'"};
       r.id = read_id(doc["id"], "id", r.numeric_id);
+      refuse_unknown_fields(doc, "",
+                            {"id", "prompt", "messages", "max_new_tokens", "temperature", "top_p",
+                             "stop", "seed", "logit_bias", "presence_penalty"});
       read_options(doc, "", "max_new_tokens", !absent(doc, "messages"), r);
     }
   } catch (const FieldError& e) {

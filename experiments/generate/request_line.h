@@ -1,10 +1,12 @@
 // One line of a generate job's input: a request in the plain format
-//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?}
+//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?, "seed"?,
+//    "logit_bias"?, "presence_penalty"?}
 // or in the OpenAI batch-file format for completions
-//   {"custom_id", "method"?, "url"?, "body": {"prompt", "max_tokens"?, "temperature"?,
-//    "top_p"?, "stop"?}};
+//   {"custom_id", "method"?, "url"?, "body": {"prompt", "model"?, "max_tokens"?,
+//    "temperature"?, "top_p"?, "stop"?, "n"?: 1, "seed"?, "logit_bias"?, "presence_penalty"?}};
 // a chat request has "messages" ([{"role", "content"}, ...]) in place of "prompt", in either
 // format (the batch line's url is then "/v1/chat/completions").
+// Any other field is refused, naming it: one the engine does not honour must not pass silently.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace h2oflex::generate {
@@ -27,8 +30,11 @@ struct GenerateRequest {
   std::optional<float> temperature;   // absent: the run config's temperature
   std::optional<float> top_p;         // absent: the run config's top_p
   std::vector<std::string> stop;      // the text is cut before the first of these
-  int64_t line = 0;                   // 1-based line number in the input file
-  bool numeric_id = false;            // the id was written as an integer (42, not "42")
+  std::optional<uint64_t> seed;       // its own sampling stream (absent: one from its id)
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100])
+  std::optional<float> presence_penalty;              // in [-2, 2]
+  int64_t line = 0;                                   // 1-based line number in the input file
+  bool numeric_id = false;  // the id was written as an integer (42, not "42")
 };
 
 // A line that is not a valid request: why, and its id when one could be read.

@@ -22,6 +22,8 @@ std::optional<BlockWork> work_of(const nlohmann::json& j) {
   w.top_p = j.at("top_p").get<float>();
   w.seed = j.at("seed").get<uint64_t>();
   w.row_keys = j.at("row_keys").get<std::vector<uint64_t>>();
+  w.presence_penalty = j.at("presence_penalty").get<std::vector<float>>();
+  w.logit_bias = j.at("logit_bias").get<std::vector<std::vector<std::pair<int32_t, float>>>>();
   return w;
 }
 
@@ -30,10 +32,15 @@ std::optional<BlockWork> work_of(const nlohmann::json& j) {
 void share_block(Transport& t, const BlockWork& w) {
   H2OFLEX_CHECK(w.forced.empty() && !w.on_step_logits && !w.eviction,
                 "pipeline stages run generate's blocks, not scoring work");
-  const nlohmann::json j = {{"prompts", w.prompts},  {"prompt_len", w.prompt_len},
-                            {"gen_len", w.gen_len},  {"temperature", w.temperature},
-                            {"top_p", w.top_p},      {"seed", w.seed},
-                            {"row_keys", w.row_keys}};
+  const nlohmann::json j = {{"prompts", w.prompts},
+                            {"prompt_len", w.prompt_len},
+                            {"gen_len", w.gen_len},
+                            {"temperature", w.temperature},
+                            {"top_p", w.top_p},
+                            {"seed", w.seed},
+                            {"row_keys", w.row_keys},
+                            {"logit_bias", w.logit_bias},
+                            {"presence_penalty", w.presence_penalty}};
   broadcast_text(t, j.dump(), 0);
 }
 

@@ -205,7 +205,7 @@ TEST_F(EvalCommandTest, BadTaskLinesAreReportedAndTheRestScored) {
                            "'answer' 1 is not an index",
                            "duplicate id (first seen on line 1)",
                            "'context' must be a string",
-                           "not valid JSON"};
+                           "invalid JSON"};
   for (size_t i = 0; i < errors.size(); ++i) {
     EXPECT_EQ(errors[i]["line"], i + 2);
     EXPECT_NE(errors[i]["error"].get<std::string>().find(reasons[i]), std::string::npos)

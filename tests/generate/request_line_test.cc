@@ -9,7 +9,7 @@ namespace {
 TEST(RequestLine, PlainFormatWithAllFields) {
   const ParsedLine p = parse_request_line(
       R"({"id": "a1", "prompt": "Hello", "max_new_tokens": 12, "temperature": 0.7,)"
-      R"( "top_p": 0.9, "stop": ["\n", "END"], "extra": true})",
+      R"( "top_p": 0.9, "stop": ["\n", "END"], "seed": 5})",
       4);
   ASSERT_TRUE(p.request) << p.error->reason;
   EXPECT_FALSE(p.error);
@@ -19,6 +19,7 @@ TEST(RequestLine, PlainFormatWithAllFields) {
   EXPECT_FLOAT_EQ(*p.request->temperature, 0.7f);
   EXPECT_FLOAT_EQ(*p.request->top_p, 0.9f);
   EXPECT_EQ(p.request->stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_EQ(p.request->seed, 5u);
   EXPECT_EQ(p.request->line, 4);
 }
 
@@ -156,8 +157,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{R"({"custom_id": "c", "body": {"prompt": "x", "n": 3}})", "'body.n'", "c"},
         BadLine{R"({"custom_id": "c", "body": {"prompt": "x", "max_tokens": -2}})",
                 "'body.max_tokens' must be >= 1", "c"},
-        BadLine{R"({"custom_id": "c", "method": "GET", "body": {"prompt": "x"}})", "'method'",
-                "c"}));
+        BadLine{R"({"custom_id": "c", "method": "GET", "body": {"prompt": "x"}})", "'method'", "c"},
+        BadLine{R"({"id": "a", "prompt": "x", "extra": true})", "field 'extra' is not supported",
+                "a"},
+        BadLine{R"({"id": "a", "prompt": "x", "seed": -1})", "'seed' must be an integer >= 0",
+                "a"}));
 
 }  // namespace
 }  // namespace h2oflex::generate

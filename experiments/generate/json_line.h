@@ -1,0 +1,18 @@
+// One line of a JSONL input (generate's requests, eval's tasks), parsed the same way for both:
+// a number beyond double (1e400) or malformed JSON is a reason, never an exception, and a key
+// written twice in one object is refused — the JSON library would keep the last value silently,
+// where the YAML configs already refuse a repeated key.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace h2oflex::generate {
+
+// The parsed line, or "" and `reason` set to why it is not JSON (or holds a key twice).
+// Never throws for bad content.
+bool parse_json_line(std::string_view text, nlohmann::json& out, std::string& reason);
+
+}  // namespace h2oflex::generate
