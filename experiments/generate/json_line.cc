@@ -5,26 +5,27 @@
 
 namespace h2oflex::generate {
 
-bool parse_json_line(std::string_view text, nlohmann::json& out, std::string& reason) {
-  using nlohmann::json;
+template <typename Json>
+bool parse_json_line(std::string_view text, Json& out, std::string& reason) {
+  using json = Json;
   // The keys seen so far in each object being read, innermost last.
   std::vector<std::set<std::string>> open_objects;
   std::string repeated;
-  const json::parser_callback_t watch_keys = [&](int /*depth*/, json::parse_event_t event,
-                                                 json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      if (!open_objects.empty()) open_objects.pop_back();
-    } else if (event == json::parse_event_t::key && !open_objects.empty() && repeated.empty()) {
-      const std::string key = parsed.get<std::string>();
-      if (!open_objects.back().insert(key).second) repeated = key;
-    }
-    return true;
-  };
+  const typename json::parser_callback_t watch_keys =
+      [&](int /*depth*/, typename json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::object_start) {
+          open_objects.emplace_back();
+        } else if (event == json::parse_event_t::object_end) {
+          if (!open_objects.empty()) open_objects.pop_back();
+        } else if (event == json::parse_event_t::key && !open_objects.empty() && repeated.empty()) {
+          const std::string key = parsed.template get<std::string>();
+          if (!open_objects.back().insert(key).second) repeated = key;
+        }
+        return true;
+      };
   try {
     out = json::parse(text, watch_keys);
-  } catch (const json::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     // parse_error, or out_of_range for a number beyond double (1e400) anywhere in the line.
     // Drop the library's "[json.exception.parse_error.101] " tag; keep position and cause.
     std::string msg = e.what();
@@ -41,5 +42,8 @@ bool parse_json_line(std::string_view text, nlohmann::json& out, std::string& re
   }
   return true;
 }
+
+template bool parse_json_line(std::string_view, nlohmann::json&, std::string&);
+template bool parse_json_line(std::string_view, nlohmann::ordered_json&, std::string&);
 
 }  // namespace h2oflex::generate

@@ -12,7 +12,9 @@
 namespace h2oflex::generate {
 
 // The parsed line, or "" and `reason` set to why it is not JSON (or holds a key twice).
-// Never throws for bad content.
-bool parse_json_line(std::string_view text, nlohmann::json& out, std::string& reason);
+// Never throws for bad content. `Json` is nlohmann::json or nlohmann::ordered_json (the chat
+// requests keep a message's keys in the order written); both are instantiated in json_line.cc.
+template <typename Json>
+bool parse_json_line(std::string_view text, Json& out, std::string& reason);
 
 }  // namespace h2oflex::generate
