@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "offload/io/aligned_buffer.h"
@@ -83,6 +84,32 @@ TEST(Tiers, HostTierIsPageAlignedMmapAndAnnouncesPinnedBuffers) {
   host.free(plain);
   EXPECT_EQ(host.used(), 0u);
   EXPECT_EQ(host.peak(), 4096u + 4096u + (1 << 20));
+}
+
+// A pin that fails (cudaHostRegister refusing the range) leaves nothing behind: no charge on the
+// tier, no mapping, and the listeners that had pinned it are told to unpin it.
+TEST(Tiers, FailedPinReleasesTheChargeAndTheMapping) {
+  struct Recorder : PinListener {
+    int pinned = 0, unpinned = 0;
+    void register_pinned(void*, size_t) override { ++pinned; }
+    void unregister_pinned(void*, size_t) noexcept override { ++unpinned; }
+  } first;
+  struct Refuser : PinListener {
+    void register_pinned(void*, size_t) override { throw std::runtime_error("pin refused"); }
+    void unregister_pinned(void*, size_t) noexcept override { ADD_FAILURE() << "never pinned"; }
+  } refuser;
+  HostTier host(8 << 20);
+  host.add_pin_listener(&first);
+  host.add_pin_listener(&refuser);
+  EXPECT_THROW(host.allocate_pinned(1 << 20, "staging"), std::runtime_error);
+  EXPECT_EQ(host.used(), 0u);
+  EXPECT_EQ(first.pinned, 1);
+  EXPECT_EQ(first.unpinned, 1);
+  host.remove_pin_listener(&refuser);
+  host.remove_pin_listener(&first);
+  EXPECT_EQ(first.unpinned, 1);      // the failed buffer is no longer among the pinned ones
+  void* p = host.allocate(8 << 20);  // the whole budget is free again
+  host.free(p);
 }
 
 // The VmFlags of the mapping that holds `p` (/proc/self/smaps): "hg" marks MADV_HUGEPAGE.
