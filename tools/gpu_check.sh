@@ -12,8 +12,9 @@
 #
 # The check runs a preflight (nvidia-smi, versions, ldd of both binaries, free memory and disk;
 # it stops there naming any library the loader cannot find), the gpu tests, then the benchmark
-# cases (OPT dummy weights, prompt 512, gen 32) of experiments/gpu_check/<case>.yaml, and prints
-# one table last. Every part has its own time cap, taken out of one budget, so a slow part cannot
+# cases (OPT dummy weights, prompt 512, gen 32) of experiments/gpu_check/<case>.yaml, each
+# planned first (run --plan-only: over budget, it stops before loading), and prints one table
+# last. Every part has its own time cap, taken out of one budget, so a slow part cannot
 # eat the rest.
 #   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU (batch 32)
 #   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 90% of the weights and the cache on host,
@@ -322,11 +323,22 @@ EOF
         row "$name" "skipped: time budget spent"
         continue
       fi
-      log "run $name ($config, up to ${cap}s)"
       rm -f "$ev/$name.json"
-      local case_log="$work/$name.log"
+      local case_log="$work/$name.log" plan_start=$SECONDS
+      # The engine's memory plan first (no device needed, a second or two): a case over its
+      # budgets stops here, named, instead of after loading 60 GB of weights.
+      timeout 30 "$b/bin/h2oflex" run "$config" --plan-only >"$case_log" 2>&1
+      rc=$?
+      log "plan $name: $(grep -o 'planned: .*' "$case_log" | head -n 1)"
+      if [ "$rc" -ne 0 ]; then
+        { echo "==== $name ($config), --plan-only exit $rc"; cat "$case_log"; } >>"$ev/cases.log"
+        row "$name" "plan failed (exit $rc): $(grep -v '^\s*$' "$case_log" | tail -n 1 | cut -c1-90)"
+        continue
+      fi
+      cap=$((cap - (SECONDS - plan_start)))
+      log "run $name ($config, up to ${cap}s)"
       timeout --signal=INT --kill-after=10 "$cap" "$b/bin/h2oflex" run "$config" \
-        --json "$ev/$name.json" >"$case_log" 2>&1
+        --json "$ev/$name.json" >>"$case_log" 2>&1
       rc=$?
       { echo "==== $name ($config), exit $rc after at most ${cap}s"; cat "$case_log"; } >>"$ev/cases.log"
       # The results were written: the run is done even if its teardown then passed the cap.
