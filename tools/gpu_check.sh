@@ -132,7 +132,9 @@ make_bundle() {
     echo "expected on the GPU machine: the driver (libcuda), the CUDA toolkit's libcudart and libcublas, libstdc++ and libgcc_s"
   } >"$stage/h2oflex-gpu/MANIFEST"
   mkdir -p "$dir"
-  tar -C "$stage" -cf - h2oflex-gpu | xz -9 -T0 >"$dir/$bundle_name.tmp"
+  # xz -6 in parallel blocks: -9 packs it 0.3 MB smaller (9.35 against 9.67 MB) in more than
+  # twice the time on two cores.
+  tar -C "$stage" -cf - h2oflex-gpu | xz -6 -T0 >"$dir/$bundle_name.tmp"
   # What travels: the tracked files, the untracked ones git does not ignore, and the bundle.
   local size tracked untracked total
   size=$(stat -c %s "$dir/$bundle_name.tmp")
