@@ -18,12 +18,14 @@ bool cuda_compute_available(std::string* reason) {
   return false;
 }
 
-PipelineDevice resolve_compute_device(const std::string& choice, const std::string& key) {
+PipelineDevice resolve_compute_device(const std::string& choice, const std::string& key,
+                                      bool planning_only) {
   if (choice == "cpu") return PipelineDevice::Cpu;
   if (choice == "auto") {
     return cuda_compute_available() ? PipelineDevice::Cuda : PipelineDevice::Cpu;
   }
   H2OFLEX_INPUT_CHECK(choice == "cuda", key, ": expected auto, cpu or cuda, got '", choice, "'");
+  if (planning_only) return PipelineDevice::Cuda;
   std::string why;
   H2OFLEX_INPUT_CHECK(cuda_compute_available(&why), key, ": cuda requested, but ", why);
   return PipelineDevice::Cuda;

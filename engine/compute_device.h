@@ -14,6 +14,9 @@ bool cuda_compute_available(std::string* reason = nullptr);
 
 // "auto" picks cuda when available, else cpu; "cuda" without a usable device throws InputError
 // naming `key` and the reason; anything else but "cpu" throws InputError naming `key`.
-PipelineDevice resolve_compute_device(const std::string& choice, const std::string& key);
+// `planning_only`: nothing will run, so "cuda" needs no device (a GPU run's memory plan is made
+// on any machine).
+PipelineDevice resolve_compute_device(const std::string& choice, const std::string& key,
+                                      bool planning_only = false);
 
 }  // namespace h2oflex

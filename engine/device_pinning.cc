@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "runtime/core/anonymous_memory.h"
 #include "runtime/cuda/device.h"
 #endif
 
@@ -13,7 +14,12 @@ namespace h2oflex {
 namespace {
 class CudaPinListener final : public PinListener {
  public:
-  void register_pinned(void* ptr, size_t bytes) override { cuda::register_pinned(ptr, bytes); }
+  void register_pinned(void* ptr, size_t bytes) override {
+    // The pages are faulted in on every core first: cudaHostRegister would fault them in on
+    // this thread alone (the host share of an OPT-30B run is ~78 GB).
+    fault_in_parallel(ptr, bytes);
+    cuda::register_pinned(ptr, bytes);
+  }
   // After a device error every CUDA call fails, this one too, while the buffers are freed
   // during unwinding: the failure is told once on stderr and otherwise dropped, so the error
   // that ended the run is the one reported.

@@ -75,7 +75,9 @@ TierSet::TierSet(PipelineDevice device, const policy::MemoryPlan& plan,
     disk_ = std::make_unique<DiskTier>(disk_path_, budget_or_unlimited(lim.disk_mem));
   }
   xfer_ = std::make_unique<TransferEngine>();
-  xfer_->use_pinned_memory(*host_);
+  // io_uring fixed buffers only speed up disk reads and writes: without a disk tier, registering
+  // every pinned host buffer in every worker's ring is set-up time for nothing.
+  if (disk_) xfer_->use_pinned_memory(*host_);
   device_pins_ = make_device_pin_listener();  // GPU builds: pinned for DMA as well
   if (device_pins_) {
     host_->add_pin_listener(device_pins_.get());

@@ -152,8 +152,8 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   ModelSource src = open_model_source(c.model, c.dummy, c.seed);
   const DecoderModel& model = *src.model;
   // Pipeline stages compute on rank 0's device kind (`auto` depends on each machine's GPUs).
-  const PipelineDevice device =
-      agreed_by_job(resolve_compute_device(c.compute_device, c.source + ": compute_device"));
+  const PipelineDevice device = agreed_by_job(
+      resolve_compute_device(c.compute_device, c.source + ": compute_device", plan_only));
   const bool on_gpu = device == PipelineDevice::Cuda;
   // `auto` is measured by each process; the stages of a job compute in rank 0's choice.
   const ops::ComputeType ct = agreed_by_job(resolve_compute_type(c.compute_dtype, on_gpu));
@@ -212,7 +212,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     spec.gen = opt;
     spec.projected_steps = c.projected_steps;
     spec.transport = job_transport();
-    if (on_gpu) spec.device_link = job_device_link();
+    if (on_gpu && !plan_only) spec.device_link = job_device_link();
     if (speaks_for_job()) spec.on_progress = print_progress;
     if (c.prompt_ids.empty()) {
       RunConfig block = c;

@@ -3,38 +3,47 @@
 # other dependencies and no package registry:
 #
 #   tools/gpu_check.sh --bundle DIR        on a build machine: builds h2oflex and gpu_tests for
-#                                          the GPU (sm_90 machine code plus compute_90 PTX, no
-#                                          -march=native) and packs them, with the shared
-#                                          libraries a bare CUDA image lacks, into
-#                                          DIR/h2oflex-gpu.tar.xz (at most 60 MiB)
+#                                          the GPU (sm_90 machine code only, no -march=native),
+#                                          packs them with the shared libraries a bare CUDA image
+#                                          lacks into DIR/h2oflex-gpu.tar.xz, and prints what the
+#                                          GPU machine receives (fails above 58 MiB in all)
 #   tools/gpu_check.sh --from-bundle DIR   on the GPU machine, from the repository root: unpacks
 #                                          the bundle and runs the check; installs nothing
 #
-# The check runs the gpu tests, then three benchmark cases (OPT dummy weights, prompt 512,
-# gen 32), and prints one table last. Every part has its own time cap, taken out of one budget,
-# so a slow part cannot eat the rest; the whole check stays under 8 minutes.
+# The check runs a preflight (nvidia-smi, versions, ldd of both binaries, free memory and disk;
+# it stops there naming any library the loader cannot find), the gpu tests, then the benchmark
+# cases (OPT dummy weights, prompt 512, gen 32) of experiments/gpu_check/<case>.yaml, each
+# planned first (run --plan-only: over budget, it stops before loading), and prints one table
+# last. Every part has its own time cap, taken out of one budget, so a slow part cannot
+# eat the rest.
 #   opt-6.7b-gpu    OPT-6.7B with weights, cache and activations all on the GPU (batch 32)
 #   opt-30b-full    OPT-30B, device_mem 16GiB (a T4), 90% of the weights and the cache on host,
 #                   cpu_cache_compute, full KV, block 32 x 1 (its cache: ~24 GiB of host RAM)
-#   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt), block
-#                   32 x 4: the 4x larger block needs less host RAM than the full cache's
+#   opt-30b-h2o20   the same with H2O keeping 20% (heavy 10% + recent 10% of the prompt)
 # Every case sets compute_device: cuda, so a machine without a usable GPU reports "no CUDA
 # device" for the case instead of CPU numbers. The 30B runs are projected (decode steps timed
-# and extrapolated). A case's config is read from $GPU_CHECK_CONFIG_DIR/<case>.yaml, else
-# experiments/gpu_check/<case>.yaml, else the built-in one below.
+# and extrapolated). A case's config is read from $GPU_CHECK_CONFIG_DIR/<case>.yaml when there,
+# else experiments/gpu_check/<case>.yaml.
 #
 # When gpu tests fail, the failing ones run again with CUDA_LAUNCH_BLOCKING=1 and
 # H2OFLEX_CUDA_SYNC=1 (every launch waited for, errors named by kernel), then under
 # compute-sanitizer when it is installed, with what is left of the budget.
 #
+# Evidence: with OUT set, every part writes there as it goes (at most 8 files): gpu_check.log
+# (all the check prints), gpu_tests.log and gpu_tests.json, cases.log (every case's output),
+# <case>.json for each case, rerun.log (the reruns and compute-sanitizer). A case whose JSON was
+# written counts as run even when its teardown passed the cap.
+#
 # Environment: GPU_CHECK_BUDGET_S (whole check, default 450), GPU_CHECK_TESTS_S (gpu tests, 120),
-# GPU_CHECK_CASE_S (each benchmark case, 90), GPU_CHECK_RERUN_S (each rerun, 60),
+# GPU_CHECK_CASES (the cases and each one's cap in seconds, default "opt-6.7b-gpu:60
+# opt-30b-full:120 opt-30b-h2o20:120"), GPU_CHECK_RERUN_S (each rerun, 60), OUT (evidence),
 # GPU_CHECK_BUILD_DIR (--bundle's build folder, default build-gpu-bundle), GPU_CHECK_JOBS
-# (--bundle's parallel jobs, default all cores).
+# (--bundle's parallel jobs, default all cores), GPU_CHECK_MAX_MIB (--bundle's limit on the whole
+# transfer, default 58).
 set -uo pipefail
 
 usage() {
-  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 [ $# -eq 2 ] || usage
@@ -43,15 +52,19 @@ dir=$(realpath -m "$2")
 cd "$(dirname "$0")/.."
 root=$PWD
 bundle_name=h2oflex-gpu.tar.xz
-max_bundle_bytes=$((60 << 20))
+# The GPU machine receives the working tree (tracked files and untracked ones git does not
+# ignore) plus the bundle: 64 MiB at most in all; 58 leaves room for files added after packing.
+max_transfer_bytes=$((${GPU_CHECK_MAX_MIB:-58} << 20))
 
-# Libraries every GPU machine provides, so never packed: the C library and loader, the driver,
-# and the CUDA toolkit's runtime and cuBLAS (the GPU image has the toolkit; cuBLAS alone would
-# not fit the size limit). Everything else ldd names goes in.
+# Libraries every GPU machine provides, so never packed: the C and C++ runtimes and the loader
+# (the CUDA image has a libstdc++ and libgcc_s; the preflight's ldd there names a missing
+# symbol version), the driver, and the CUDA toolkit's runtime and cuBLAS (the GPU image has the
+# toolkit; cuBLAS alone would not fit the size limit). Everything else ldd names goes in.
 system_lib() {
   case "$1" in
     linux-vdso.so* | ld-linux*.so* | libc.so* | libm.so* | libpthread.so* | libdl.so* | \
-      librt.so* | libresolv.so* | libcuda.so* | libcudart.so* | libcublas.so* | libcublasLt.so*)
+      librt.so* | libresolv.so* | libstdc++.so* | libgcc_s.so* | libcuda.so* | libcudart.so* | \
+      libcublas.so* | libcublasLt.so*)
       return 0
       ;;
   esac
@@ -69,7 +82,7 @@ make_bundle() {
   # alone (~200 MiB) would not fit the bundle. The NCCL link is checked by `ctest -R
   # dist_nccl_link` in a full build on a machine with two GPUs (runtime/dist/README.md).
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DH2OFLEX_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DH2OFLEX_NATIVE=OFF -DH2OFLEX_MPI=OFF -DH2OFLEX_NCCL=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90-real -DH2OFLEX_NATIVE=OFF -DH2OFLEX_MPI=OFF -DH2OFLEX_NCCL=OFF \
     >"$stage/configure.log" 2>&1 || {
     tail -n 30 "$stage/configure.log" >&2
     echo "[bundle] configure failed" >&2
@@ -87,10 +100,10 @@ make_bundle() {
     cp "$build/$bin" "$stage/h2oflex-gpu/bin/"
   done
   strip --strip-unneeded "$stage"/h2oflex-gpu/bin/*
-  # The architectures the kernels were built for, for the manifest: sm_90 SASS and compute_90
-  # PTX (which a newer GPU compiles at load time).
+  # The architectures the kernels were built for, for the manifest: sm_90 SASS only (PTX for
+  # newer GPUs would add megabytes the transfer limit cannot spare; the lent GPUs are H100/H200).
   local archs cuobjdump
-  archs="CMAKE_CUDA_ARCHITECTURES=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (sm_90 machine code and compute_90 PTX)"
+  archs="CMAKE_CUDA_ARCHITECTURES=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (sm_90 machine code, no PTX)"
   cuobjdump=$(command -v cuobjdump || echo "$(dirname "$(command -v nvcc)")/cuobjdump")
   if [ -x "$cuobjdump" ]; then
     archs="$archs; cuobjdump: "$( ("$cuobjdump" --list-elf "$build/h2oflex" 2>/dev/null | grep -o 'sm_[0-9]*' | sort -u
@@ -116,80 +129,51 @@ make_bundle() {
     echo "glibc needed: $(objdump -T "$stage"/h2oflex-gpu/bin/* "$stage"/h2oflex-gpu/lib/* 2>/dev/null |
       grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)"
     echo "packed libraries: ${libs[*]}"
-    echo "expected on the GPU machine: the driver (libcuda), the CUDA toolkit's libcudart and libcublas"
+    echo "expected on the GPU machine: the driver (libcuda), the CUDA toolkit's libcudart and libcublas, libstdc++ and libgcc_s"
   } >"$stage/h2oflex-gpu/MANIFEST"
   mkdir -p "$dir"
-  tar -C "$stage" -cf - h2oflex-gpu | xz -9 -T0 >"$dir/$bundle_name.tmp"
-  local size
+  # xz -6 in parallel blocks: -9 packs it 0.3 MB smaller (9.35 against 9.67 MB) in more than
+  # twice the time on two cores.
+  tar -C "$stage" -cf - h2oflex-gpu | xz -6 -T0 >"$dir/$bundle_name.tmp"
+  # What travels: the tracked files, the untracked ones git does not ignore, and the bundle.
+  local size tracked untracked total
   size=$(stat -c %s "$dir/$bundle_name.tmp")
-  if [ "$size" -gt "$max_bundle_bytes" ]; then
+  tracked=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  untracked=$(git ls-files -z --others --exclude-standard |
+    xargs -0 -r stat -c %s 2>/dev/null | awk '{s += $1} END {print s + 0}')
+  total=$((tracked + untracked + size))
+  mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
+  cat "$stage/h2oflex-gpu/MANIFEST"
+  echo "transfer: tracked $(mib "$tracked") + untracked $(mib "$untracked") + bundle $(mib "$size") = $(mib "$total") (limit $(mib "$max_transfer_bytes"))"
+  if [ "$total" -gt "$max_transfer_bytes" ]; then
     rm -f "$dir/$bundle_name.tmp"
-    echo "[bundle] $size bytes: over the 60 MiB limit" >&2
+    echo "[bundle] the transfer would be $(mib "$total"): over the limit, no bundle written" >&2
     return 1
   fi
   mv "$dir/$bundle_name.tmp" "$dir/$bundle_name"
-  cat "$stage/h2oflex-gpu/MANIFEST"
   echo "bundle: $dir/$bundle_name ($((size / 1024)) KiB)"
 }
 
 # ---- the check ------------------------------------------------------------------------------
 
-write_builtin_config() {  # case name, output path
-  local common="dummy: true
-prompt_len: 512
-gen_len: 32
-compute_dtype: bf16
-compute_device: cuda"
-  case "$1" in
-    opt-6.7b-gpu)
-      cat >"$2" <<EOF
-name: OPT-6.7B 512+32 fully on GPU
-model: opt-6.7b
-$common
-projected_steps: 4
-policy:
-  gpu_batch_size: 32
-  num_gpu_batches: 1
-  weights: {gpu: 100, cpu: 0}
-  cache: {gpu: 100, cpu: 0}
-  activations: {gpu: 100, cpu: 0}
-hardware:
-  device_mem: 100GiB
-EOF
-      ;;
-    opt-30b-full | opt-30b-h2o20)
-      local kv="kv: {policy: full}" batches=1
-      if [ "$1" = opt-30b-h2o20 ]; then
-        kv="kv: {policy: h2o, heavy_ratio: 0.1, recent_ratio: 0.1}"
-        batches=4
-      fi
-      cat >"$2" <<EOF
-name: OPT-30B 512+32, device_mem 16GiB, cache on host ($1)
-model: opt-30b
-$common
-projected_steps: 1
-policy:
-  gpu_batch_size: 32
-  num_gpu_batches: $batches
-  weights: {gpu: 10, cpu: 90}
-  cache: {gpu: 0, cpu: 100}
-  activations: {gpu: 0, cpu: 100}
-  cpu_cache_compute: true
-hardware:
-  device_mem: 16GiB
-$kv
-EOF
-      ;;
-  esac
-}
-
 run_check() {
   local budget_s=${GPU_CHECK_BUDGET_S:-450}
-  local tests_s=${GPU_CHECK_TESTS_S:-120} case_s=${GPU_CHECK_CASE_S:-90}
-  local rerun_s=${GPU_CHECK_RERUN_S:-60}
+  local tests_s=${GPU_CHECK_TESTS_S:-120} rerun_s=${GPU_CHECK_RERUN_S:-60}
+  local case_list=${GPU_CHECK_CASES:-"opt-6.7b-gpu:60 opt-30b-full:120 opt-30b-h2o20:120"}
   local work start=$SECONDS
   work=$(mktemp -d)
   trap "rm -rf '$work'" EXIT
+  # The evidence folder: $OUT when set (it comes back from the GPU machine), else scratch.
+  local ev=$work
+  if [ -n "${OUT:-}" ]; then
+    mkdir -p "$OUT" || exit 2
+    ev=$(realpath "$OUT")
+    # All the check prints goes to gpu_check.log as well, line by line as it is printed; at
+    # exit the check waits for tee to write its last lines.
+    exec > >(tee -a "$ev/gpu_check.log") 2>&1
+    tee_pid=$!
+    trap "rm -rf '$work'; exec >&- 2>&-; wait $tee_pid" EXIT
+  fi
   elapsed() { echo $((SECONDS - start)); }
   log() { echo "[gpu_check $(elapsed)s] $*" >&2; }
   # A part's cap: its own, but never more than leaves `reserve` seconds for the parts after it.
@@ -200,6 +184,30 @@ run_check() {
   local rows="$work/rows.tsv"
   : >"$rows"
   row() { printf '%s\t%s\t%s\n' "$1" "$2" "${3:-}" >>"$rows"; }  # part, status, results json
+  local names=() caps=() entry
+  for entry in $case_list; do
+    [[ "$entry" =~ ^[A-Za-z0-9._-]+:[0-9]+$ ]] || {
+      echo "gpu_check: GPU_CHECK_CASES: '$entry' is not <case>:<seconds>" >&2
+      exit 2
+    }
+    names+=("${entry%%:*}")
+    caps+=("${entry##*:}")
+  done
+  local config configs=()
+  for entry in "${names[@]}"; do
+    config=""
+    for d in "${GPU_CHECK_CONFIG_DIR:-}" experiments/gpu_check; do
+      if [ -n "$d" ] && [ -f "$d/$entry.yaml" ]; then
+        config="$d/$entry.yaml"
+        break
+      fi
+    done
+    [ -n "$config" ] || {
+      echo "gpu_check: GPU_CHECK_CASES: no config for '$entry' (experiments/gpu_check/$entry.yaml)" >&2
+      exit 2
+    }
+    configs+=("$config")
+  done
 
   [ -f "$dir/$bundle_name" ] || {
     echo "gpu_check: no $bundle_name in $dir (make it with tools/gpu_check.sh --bundle $dir)" >&2
@@ -221,23 +229,50 @@ run_check() {
       [ -d "$d" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"
     done
   fi
-  local missing
-  missing=$(ldd "$b/bin/h2oflex" "$b/bin/gpu_tests" | awk '/not found/ {print $1}' | sort -u |
-    tr '\n' ' ')
-  log "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
-  [ -n "$missing" ] && log "libraries not found: $missing"
   export H2OFLEX_SOURCE_DIR=$root OMP_WAIT_POLICY=passive
 
-  # 1. The gpu tests. Parts after it: 3 cases and 2 reruns, at least 20 s each.
-  local cap failed=""
-  cap=$(cap_for "$tests_s" 100)
-  log "gpu tests (up to ${cap}s)"
-  timeout --kill-after=10 "$cap" "$b/bin/gpu_tests" --gtest_output="json:$work/tests.json" \
-    >"$work/tests.log" 2>&1
-  local rc=$?
-  tail -n 25 "$work/tests.log" >&2
-  local summary
-  summary=$(python3 - "$work/tests.json" "$work/tests.log" "$rc" "$work/failed.txt" <<'EOF'
+  # 0. Preflight: what the machine is, and whether both binaries can start at all.
+  log "preflight"
+  {
+    nvidia-smi 2>&1 || echo "nvidia-smi: unavailable"
+    echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)" \
+      "CUDA (driver): $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -n 1)"
+    echo "toolkit: $( (nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null) |
+      tail -n 1)"
+    local bin
+    for bin in h2oflex gpu_tests; do
+      echo "ldd $bin:"
+      ldd "$b/bin/$bin" 2>&1 | sed 's/^/  /'
+    done
+    echo "memory:"
+    free -g | sed 's/^/  /'
+    echo "disk:"
+    df -h "$root" "${TMPDIR:-/tmp}" | sed 's/^/  /'
+  } >&2
+  # A library not found, or one too old for a symbol version the binaries need.
+  local missing
+  missing=$(ldd "$b/bin/h2oflex" "$b/bin/gpu_tests" 2>&1 |
+    sed -n -e 's/^\s*\(\S*\) => not found.*/\1/p' \
+      -e "s/.*: \(\S*\): version \`\([^']*\)' not found.*/\1 (\2)/p" | sort -u | tr '\n' ' ')
+  if [ -n "$missing" ]; then
+    log "preflight: missing: $missing"
+    row "preflight" "stopped: missing $missing"
+  else
+    row "preflight" "ok: $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -n 1 || true)"
+  fi
+
+  local cap failed="" rc i name reserve
+  if [ -z "$missing" ]; then
+    # 1. The gpu tests. Parts after it: each case at least 20 s, and 2 reruns.
+    reserve=$((${#names[@]} * 20 + 40))
+    cap=$(cap_for "$tests_s" "$reserve")
+    log "gpu tests (up to ${cap}s)"
+    timeout --kill-after=10 "$cap" "$b/bin/gpu_tests" --gtest_output="json:$ev/gpu_tests.json" \
+      >"$ev/gpu_tests.log" 2>&1
+    rc=$?
+    tail -n 25 "$ev/gpu_tests.log" >&2
+    local summary
+    summary=$(python3 - "$ev/gpu_tests.json" "$ev/gpu_tests.log" "$rc" "$work/failed.txt" <<'EOF'
 import json, os, sys
 path, log, rc, failed_out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if not os.path.exists(path):
@@ -276,62 +311,79 @@ absent = sorted(reasons) if skipped else []
 print(f"{absent[0]}: {counts}" if absent else counts)
 EOF
 )
-  [ -f "$work/failed.txt" ] && failed=$(cat "$work/failed.txt")
-  log "gpu tests: $summary"
-  row "gpu tests" "$summary"
+    [ -f "$work/failed.txt" ] && failed=$(cat "$work/failed.txt")
+    log "gpu tests: $summary"
+    row "gpu tests" "$summary"
 
-  # 2. The benchmark cases. Parts after each: the cases left and 2 reruns.
-  local cases=(opt-6.7b-gpu opt-30b-full opt-30b-h2o20) i name config
-  for i in "${!cases[@]}"; do
-    name=${cases[$i]}
-    config=""
-    for d in "${GPU_CHECK_CONFIG_DIR:-}" experiments/gpu_check; do
-      if [ -n "$d" ] && [ -f "$d/$name.yaml" ]; then
-        config="$d/$name.yaml"
-        break
+    # 2. The benchmark cases, each under the cap its caller gave. Parts after each: the cases
+    # left (20 s each) and 2 reruns.
+    for i in "${!names[@]}"; do
+      name=${names[$i]}
+      config=${configs[$i]}
+      cap=$(cap_for "${caps[$i]}" $(((${#names[@]} - i - 1) * 20 + 40)))
+      if [ "$cap" -lt 10 ]; then
+        row "$name" "skipped: time budget spent"
+        continue
       fi
+      rm -f "$ev/$name.json"
+      local case_log="$work/$name.log" plan_start=$SECONDS
+      # The engine's memory plan first (no device needed, a second or two): a case over its
+      # budgets stops here, named, instead of after loading 60 GB of weights.
+      timeout 30 "$b/bin/h2oflex" run "$config" --plan-only >"$case_log" 2>&1
+      rc=$?
+      log "plan $name: $(grep -o 'planned: .*' "$case_log" | head -n 1)"
+      if [ "$rc" -ne 0 ]; then
+        { echo "==== $name ($config), --plan-only exit $rc"; cat "$case_log"; } >>"$ev/cases.log"
+        row "$name" "plan failed (exit $rc): $(grep -v '^\s*$' "$case_log" | tail -n 1 | cut -c1-90)"
+        continue
+      fi
+      cap=$((cap - (SECONDS - plan_start)))
+      log "run $name ($config, up to ${cap}s)"
+      timeout --signal=INT --kill-after=10 "$cap" "$b/bin/h2oflex" run "$config" \
+        --json "$ev/$name.json" >>"$case_log" 2>&1
+      rc=$?
+      { echo "==== $name ($config), exit $rc after at most ${cap}s"; cat "$case_log"; } >>"$ev/cases.log"
+      # The results were written: the run is done even if its teardown then passed the cap.
+      if [ -s "$ev/$name.json" ] && python3 -c 'import json, sys; json.load(open(sys.argv[1]))' \
+        "$ev/$name.json" 2>/dev/null; then
+        if [ "$rc" -eq 0 ]; then
+          row "$name" ok "$ev/$name.json"
+        else
+          row "$name" "ok (exit $rc after the results: teardown past the cap)" "$ev/$name.json"
+        fi
+      elif [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
+        row "$name" "timeout after ${cap}s"
+      elif grep -q "no CUDA device" "$case_log"; then
+        row "$name" "no CUDA device: $(grep -o 'no CUDA device.*' "$case_log" | head -n 1 | cut -c17-100)"
+      else
+        row "$name" "failed (exit $rc): $(grep -v '^\s*$' "$case_log" | tail -n 1 | cut -c1-90)"
+      fi
+      tail -n 3 "$case_log" >&2
     done
-    if [ -z "$config" ]; then
-      config="$work/$name.yaml"
-      write_builtin_config "$name" "$config"
-    fi
-    cap=$(cap_for "$case_s" $(((${#cases[@]} - i - 1) * 20 + 40)))
-    if [ "$cap" -lt 10 ]; then
-      row "$name" "skipped: time budget spent"
-      continue
-    fi
-    log "run $name ($config, up to ${cap}s)"
-    timeout --signal=INT --kill-after=10 "$cap" "$b/bin/h2oflex" run "$config" \
-      --json "$work/$name.json" >"$work/$name.log" 2>&1
-    rc=$?
-    if [ "$rc" -eq 0 ] && [ -f "$work/$name.json" ]; then
-      row "$name" ok "$work/$name.json"
-    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 130 ] || [ "$rc" -eq 137 ]; then
-      row "$name" "timeout after ${cap}s"
-    elif grep -q "no CUDA device" "$work/$name.log"; then
-      row "$name" "no CUDA device: $(grep -o 'no CUDA device.*' "$work/$name.log" | head -n 1 | cut -c17-100)"
-    else
-      row "$name" "failed (exit $rc): $(grep -v '^\s*$' "$work/$name.log" | tail -n 1 | cut -c1-90)"
-    fi
-    tail -n 3 "$work/$name.log" >&2
-  done
+  else
+    for name in "gpu tests" "${names[@]}"; do row "$name" "not run: preflight stopped"; done
+  fi
 
   # 3. Failing tests again: every launch synchronous and named, then under compute-sanitizer.
   if [ -n "$failed" ]; then
     cap=$(cap_for "$rerun_s" 20)
     log "rerun of the failing tests with CUDA_LAUNCH_BLOCKING=1 H2OFLEX_CUDA_SYNC=1 (up to ${cap}s)"
+    echo "==== blocking rerun: $failed" >>"$ev/rerun.log"
     CUDA_LAUNCH_BLOCKING=1 H2OFLEX_CUDA_SYNC=1 timeout --kill-after=10 "$cap" \
       "$b/bin/gpu_tests" --gtest_filter="$failed" >"$work/rerun.log" 2>&1
     rc=$?
+    cat "$work/rerun.log" >>"$ev/rerun.log"
     grep -E "Failure|failed|error|\[  FAILED" "$work/rerun.log" | head -n 40 >&2
     row "failing tests, blocking" "exit $rc: $(grep -E '^\[  (PASSED|FAILED)' "$work/rerun.log" | head -n 2 | tr '\n' ' ' | cut -c1-90)"
     if command -v compute-sanitizer >/dev/null; then
       cap=$(cap_for "$rerun_s" 0)
       if [ "$cap" -ge 10 ]; then
         log "rerun under compute-sanitizer (up to ${cap}s)"
+        echo "==== compute-sanitizer: $failed" >>"$ev/rerun.log"
         CUDA_LAUNCH_BLOCKING=1 timeout --kill-after=10 "$cap" compute-sanitizer --tool memcheck \
           --error-exitcode 99 "$b/bin/gpu_tests" --gtest_filter="$failed" >"$work/sanitizer.log" 2>&1
         rc=$?
+        cat "$work/sanitizer.log" >>"$ev/rerun.log"
         grep -E "=========" "$work/sanitizer.log" | head -n 40 >&2
         row "failing tests, compute-sanitizer" "exit $rc: $(grep -E '^========= (ERROR SUMMARY|Invalid|Program hit)' "$work/sanitizer.log" | head -n 2 | tr '\n' ' ' | cut -c1-90)"
       else
@@ -361,8 +413,9 @@ for line in open(sys.argv[1]):
     kv_s = kv.get("policy", "?") + (f" B={kv['budget']}" if kv.get("policy") != "full" else "")
     mem = j.get("device_memory", {})
     used = f"{mem['cuda_used_peak_bytes'] / 2**30:.2f}" if mem else "-"
+    where = f"{status} on {j.get('compute_device', '?')}"
     table.append([
-        part, f"ok on {j.get('compute_device', '?')}", str(j.get("batch_size", "?")), kv_s,
+        part, where, str(j.get("batch_size", "?")), kv_s,
         f"{j['prefill']['throughput_tok_s']:.2f}", f"{j['decode']['throughput_tok_s']:.2f}",
         f"{j['total']['throughput_tok_s']:.2f}", f"{j.get('peak_device_bytes', 0) / 2**30:.2f}",
         used, str(j.get("projected", "?"))])
@@ -373,6 +426,7 @@ print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
 for t in table:
     print(fmt(t))
 EOF
+  [ -z "$missing" ] || exit 1
 }
 
 case "$mode" in

@@ -3,7 +3,7 @@
 # its runtime libraries build the fuzz targets, tools/fuzz.sh).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libdnnl-dev libyaml-cpp-dev liburing-dev
-  libpcre2-dev nlohmann-json3-dev libcli11-dev libssl-dev libgtest-dev libomp-dev python3 python3-matplotlib fio
+  libpcre2-dev nlohmann-json3-dev libcli11-dev libgtest-dev libomp-dev python3 python3-matplotlib fio
   clang libclang-rt-14-dev openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${packages[@]}"; do

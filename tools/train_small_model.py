@@ -2,14 +2,14 @@
 """Trains a small English model (OPT, or LLaMA with GQA) for the quality harness.
 
 Output of the default --arch opt, models/trained/opt-small-en/:
-  config.json, model.safetensors              OPTForCausalLM, f32, pre-LayerNorm, tied embeddings
+  config.json, model.safetensors              OPTForCausalLM, trained in f32, stored bf16
   tokenizer.json, vocab.json, merges.txt,     byte-level BPE trained here, OPT's conventions
   tokenizer_config.json, special_tokens_map.json
   heldout.txt                                 plain text from the held-out documents
   choice_next_sentence.jsonl                  next-sentence multiple choice on held-out documents
   train_stats.json, README.md                 data, hyperparameters, results, the retrain command
 
---arch llama writes models/trained/llama-small-en/ with the same files: LlamaForCausalLM, f32,
+--arch llama writes models/trained/llama-small-en/ with the same files: LlamaForCausalLM, bf16,
 4 attention heads sharing 2 key-value heads (grouped-query attention), SwiGLU, RMSNorm, rotary
 positions, tied embeddings. It trains no tokenizer: the tokenizer files, heldout.txt and
 choice_next_sentence.jsonl are copied from --tokenizer-from (by default
@@ -628,6 +628,9 @@ def main():
         model.save_pretrained(tmp)
         for name in ("config.json", "model.safetensors"):
             shutil.copyfile(os.path.join(tmp, name), os.path.join(args.out, name))
+    # Stored in bf16: half the bytes in the repository (the tests' fixtures are made from these).
+    from store_trained_bf16 import convert
+    convert(args.out)
     size = os.path.getsize(os.path.join(args.out, "model.safetensors"))
     assert size <= 20e6, size
 
@@ -788,7 +791,7 @@ on the train split only, vocabulary {la['vocab_size']}. OPT's ids: `<s>`=0, `<pa
 and is prepended to every encoding (GPT2Tokenizer with `add_bos_token`); `config.json` names the
 same ids (`bos_token_id` and `eos_token_id` 2, `pad_token_id` 1)."""
         model_text = f"""\
-`LlamaForCausalLM`, float32: hidden {la['hidden_size']}, {la['num_hidden_layers']} layers, \
+`LlamaForCausalLM`, trained in float32, stored in bfloat16: hidden {la['hidden_size']}, {la['num_hidden_layers']} layers, \
 {heads} attention heads of {la['hidden_size'] // heads} dimensions
 sharing {kv} key-value heads (grouped-query attention, {heads // kv} query heads per KV head: the \
 KV cache holds
@@ -810,7 +813,7 @@ trained on the train split only, vocabulary {ARCH['vocab_size']}. OPT's ids: `<s
 `</s>`=2, `<unk>`=3; only `<pad>` and `</s>` are added special tokens; `</s>` (id 2) is both BOS
 and EOS and is prepended to every encoding (GPT2Tokenizer with `add_bos_token`, as OPT)."""
         model_text = f"""\
-`OPTForCausalLM`, float32: hidden {ARCH['hidden_size']}, {ARCH['num_hidden_layers']} layers,
+`OPTForCausalLM`, trained in float32, stored in bfloat16: hidden {ARCH['hidden_size']}, {ARCH['num_hidden_layers']} layers,
 {ARCH['num_attention_heads']} heads, FFN {ARCH['ffn_dim']}, ReLU, pre-LayerNorm
 (`do_layer_norm_before: true`), max_position_embeddings {ARCH['max_position_embeddings']}, tied
 input/output embeddings, dropout 0. {s['parameters']} parameters, `model.safetensors`

@@ -114,10 +114,20 @@ void* HostTier::map(size_t bytes, bool pinned, std::string_view what) {
                                             " failed: ", std::strerror(err)));
   }
   std::lock_guard lock(mutex_);
-  mappings_.emplace(ptr, Mapping{rounded, pinned});
   if (pinned) {
-    for (PinListener* l : listeners_) l->register_pinned(ptr, rounded);
+    // A refused pin (cudaHostRegister failing) undoes the pins before it, the mapping and the
+    // charge: nothing stays charged for a buffer the caller never received.
+    size_t done = 0;
+    try {
+      for (; done < listeners_.size(); ++done) listeners_[done]->register_pinned(ptr, rounded);
+    } catch (...) {
+      while (done > 0) listeners_[--done]->unregister_pinned(ptr, rounded);
+      unmap_anonymous(ptr, rounded);
+      discharge(rounded);
+      throw;
+    }
   }
+  mappings_.emplace(ptr, Mapping{rounded, pinned});
   return ptr;
 }
 

@@ -248,7 +248,7 @@ void add_inplace(Tensor& x, const Tensor& y) {
     using Y = decltype(tag);
     add_kernel<Y>
         <<<grid_for(n, kThreads), kThreads, 0, stream>>>(x.data<float>(), y.data<const Y>(), n);
-    CUDA_CHECK_LAUNCH("split_qkv_kernel");
+    CUDA_CHECK_LAUNCH("add_kernel");
   });
 }
 

@@ -139,7 +139,12 @@ void Event::synchronize() const {
 
 bool Event::ready() const {
   const cudaError_t err = cudaEventQuery(event_);
-  if (err == cudaErrorNotReady) return false;  // an answer, not an error
+  if (err == cudaErrorNotReady) {
+    // An answer, not an error; but the runtime also records it as the thread's last error,
+    // where the next launch check would take it for a failed launch. Only that one is cleared.
+    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+    return false;
+  }
   CUDA_CHECK(err);
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "runtime/core/error.h"
@@ -25,6 +26,16 @@ class OnDevice {
   explicit OnDevice(int device) {
     check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
     if (previous_ != device) check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  }
+  // For the destructor: switches when it can, never throws (a destructor that throws during
+  // unwinding ends the process before the first error is reported).
+  OnDevice(int device, std::nothrow_t) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = device;
+      return;
+    }
+    if (previous_ != device && cudaSetDevice(device) != cudaSuccess) cudaGetLastError();
   }
   ~OnDevice() { cudaSetDevice(previous_); }
 
@@ -67,7 +78,7 @@ NcclLink::NcclLink(Transport& t, int device) : device_(device), rank_(t.rank()),
 }
 
 NcclLink::~NcclLink() {
-  const OnDevice on(device_);
+  const OnDevice on(device_, std::nothrow);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
   if (comm_ != nullptr) ncclCommDestroy(comm_);
 }

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "offload/io/aligned_buffer.h"
@@ -83,6 +86,57 @@ TEST(Tiers, HostTierIsPageAlignedMmapAndAnnouncesPinnedBuffers) {
   host.free(plain);
   EXPECT_EQ(host.used(), 0u);
   EXPECT_EQ(host.peak(), 4096u + 4096u + (1 << 20));
+}
+
+// A pin that fails (cudaHostRegister refusing the range) leaves nothing behind: no charge on the
+// tier, no mapping, and the listeners that had pinned it are told to unpin it.
+TEST(Tiers, FailedPinReleasesTheChargeAndTheMapping) {
+  struct Recorder : PinListener {
+    int pinned = 0, unpinned = 0;
+    void register_pinned(void*, size_t) override { ++pinned; }
+    void unregister_pinned(void*, size_t) noexcept override { ++unpinned; }
+  } first;
+  struct Refuser : PinListener {
+    void register_pinned(void*, size_t) override { throw std::runtime_error("pin refused"); }
+    void unregister_pinned(void*, size_t) noexcept override { ADD_FAILURE() << "never pinned"; }
+  } refuser;
+  HostTier host(8 << 20);
+  host.add_pin_listener(&first);
+  host.add_pin_listener(&refuser);
+  EXPECT_THROW(host.allocate_pinned(1 << 20, "staging"), std::runtime_error);
+  EXPECT_EQ(host.used(), 0u);
+  EXPECT_EQ(first.pinned, 1);
+  EXPECT_EQ(first.unpinned, 1);
+  host.remove_pin_listener(&refuser);
+  host.remove_pin_listener(&first);
+  EXPECT_EQ(first.unpinned, 1);      // the failed buffer is no longer among the pinned ones
+  void* p = host.allocate(8 << 20);  // the whole budget is free again
+  host.free(p);
+}
+
+// Memory about to be pinned is faulted in on every core first; its contents stay as they were.
+TEST(Tiers, FaultInParallelMakesEveryPageResidentAndKeepsTheData) {
+  const size_t bytes = (size_t{130} << 20) + 12345;  // three 64 MiB pieces, the last partial
+  auto* p = static_cast<unsigned char*>(map_anonymous(bytes));
+  ASSERT_NE(p, nullptr);
+  p[0] = 7;
+  p[bytes - 1] = 9;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = (bytes + page - 1) / page;
+  std::vector<unsigned char> resident(pages);
+  auto count_resident = [&] {
+    EXPECT_EQ(mincore(p, bytes, resident.data()), 0);
+    size_t n = 0;
+    for (unsigned char r : resident) n += r & 1;
+    return n;
+  };
+  EXPECT_LT(count_resident(), pages);
+  ASSERT_TRUE(fault_in_parallel(p, bytes)) << "no MADV_POPULATE_WRITE on this kernel";
+  EXPECT_EQ(count_resident(), pages);
+  EXPECT_EQ(p[0], 7);
+  EXPECT_EQ(p[bytes - 1], 9);
+  EXPECT_EQ(p[bytes / 2], 0);
+  unmap_anonymous(p, bytes);
 }
 
 // The VmFlags of the mapping that holds `p` (/proc/self/smaps): "hg" marks MADV_HUGEPAGE.
