@@ -1,5 +1,5 @@
 // Building blocks of the other tokenizer kinds: NFC, the Split pattern rewrite and matching,
-// added-token matching options, and the decoder steps.
+// the Digits pre-tokenizer, added-token matching options, and the decoder steps.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -71,6 +71,30 @@ TEST(RegexSplit, WhiteSpaceIsOniguruma) {
             "\\x{2029}\\x{202F}\\x{205F}\\x{3000}]\\Q\\s\\E");
   EXPECT_THROW(with_white_space_classes("[\\S]", "w"), InputError);
   EXPECT_THROW(RegexSplitter("(", false, "w"), InputError);
+}
+
+Pieces digits(bool individual, const std::string& text) {
+  std::vector<Piece> out;
+  pre_tokenize({{PreTokenizerStep::Kind::kDigits, nullptr, "", {}, individual}}, text, true, out);
+  Pieces r;
+  for (const Piece& p : out) r.push_back(p.text);
+  return r;
+}
+
+TEST(Digits, CutsNumericCharactersAsTheReference) {
+  // Expected pieces are Hugging Face's Digits(individual_digits=...).pre_tokenize_str: numeric
+  // is Rust's char::is_numeric (Nd, Nl, No), so other scripts' digits, fractions and circled
+  // numbers are cut out too.
+  EXPECT_EQ(digits(false, "a12b345"), (Pieces{"a", "12", "b", "345"}));
+  EXPECT_EQ(digits(false, "\u00bdx\u2460\u2461"), (Pieces{"\u00bd", "x", "\u2460\u2461"}));
+  EXPECT_EQ(digits(false, "\u0663\u06645 6"), (Pieces{"\u0663\u06645", " ", "6"}));
+  EXPECT_EQ(digits(true, "a12b345"), (Pieces{"a", "1", "2", "b", "3", "4", "5"}));
+  EXPECT_EQ(digits(true, "\u00bdx\u2460\u2461"), (Pieces{"\u00bd", "x", "\u2460", "\u2461"}));
+  EXPECT_EQ(digits(true, "\u0663\u06645 6"), (Pieces{"\u0663", "\u0664", "5", " ", "6"}));
+  EXPECT_EQ(digits(true,
+                   "1\xff"
+                   "2"),
+            (Pieces{"1", "\xff", "2"}));  // an invalid byte is no digit
 }
 
 std::vector<std::pair<std::string, int32_t>> segments(const AddedTokenMatcher& m,
