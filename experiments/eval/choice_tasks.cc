@@ -111,7 +111,10 @@ ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeT
     const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
     TaskScore score;
     for (const std::string& choice : t.choices) {
-      const std::vector<int32_t> whole = tokenizer.encode(context + spaces + choice, false);
+      size_t dropped = 0;
+      const std::vector<int32_t> whole =
+          tokenizer.encode(context + spaces + choice, false, &dropped);
+      r.dropped_bytes += dropped;
       // As lm-eval-harness: the continuation is what the whole text has beyond the context's
       // token count, even where a merge crosses the boundary.
       H2OFLEX_INPUT_CHECK(whole.size() > ctx.size(), "task '", t.id, "' (line ", t.line,

@@ -15,7 +15,7 @@ std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>
     const GenerateRequest& r = requests[i];
     PreparedRequest p;
     p.index = i;
-    p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true);
+    p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true, &p.dropped_bytes);
     p.max_new_tokens = r.max_new_tokens.value_or(defaults.max_new_tokens);
     p.temperature = r.temperature.value_or(defaults.temperature);
     p.top_p = p.temperature > 0 ? r.top_p.value_or(defaults.top_p) : 1.0f;
