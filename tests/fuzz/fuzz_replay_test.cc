@@ -14,6 +14,7 @@
 #include "tools/fuzz/run_config.cc"
 #include "tools/fuzz/safetensors_header.cc"
 #include "tools/fuzz/tokenizer_files.cc"
+#include "tools/fuzz/tokenizer_json.cc"
 
 namespace {
 
@@ -28,7 +29,8 @@ const Target kTargets[] = {{"safetensors_header", fuzz_safetensors_header},
                            {"hf_config", fuzz_hf_config},
                            {"run_config", fuzz_run_config},
                            {"request_line", fuzz_request_line},
-                           {"tokenizer_files", fuzz_tokenizer_files}};
+                           {"tokenizer_files", fuzz_tokenizer_files},
+                           {"tokenizer_json", fuzz_tokenizer_json}};
 
 class FuzzReplay : public ::testing::TestWithParam<Target> {};
 
