@@ -144,7 +144,7 @@ def controls(rng, words):
         c = rng.choice(MISSING_CONTROLS if rng.random() < 0.5 else CONTROLS)
         if r < 0.25:
             out.append(c * rng.randint(1, 4))
-        elif r < 0.45:  # between letters: inside one word for the pre-tokenizer? no, but adjacent
+        elif r < 0.45:  # inside a word
             w = base.rand_word(rng, words)
             k = rng.randrange(len(w) + 1)
             out.append(w[:k] + c + w[k:])
