@@ -130,7 +130,10 @@ int run_tokenize(const TokenizeOptions& o) {
       lines_dropping += dropped > before;
     }
   }
-  H2OFLEX_INPUT_CHECK(in.eof(), "--input: reading '", o.input, "' failed: ", std::strerror(errno));
+  if (!in.eof()) {
+    throw IoError(
+        detail::concat("--input: reading '", o.input, "' failed: ", std::strerror(errno)));
+  }
 
   for (const std::string& s : out) {
     std::fwrite(s.data(), 1, s.size(), stdout);
