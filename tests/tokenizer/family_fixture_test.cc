@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "tests/support/scratch_dir.h"
 
 namespace h2oflex {
 namespace {
@@ -129,6 +130,32 @@ TEST_P(FamilyFixture, LosslessDecodeKeepsTheEncodedBytes) {
     EXPECT_EQ(tok().decode_bytes(ids, false), text);
     const std::string broken = "a\xFF\xFE b\xC3";
     EXPECT_EQ(tok().decode_bytes(tok().encode(broken, false), false), broken);
+  }
+}
+
+class MissingByteTokens : public testing_support::ScratchDirTest {};
+
+TEST_F(MissingByteTokens, BecomeTheUnknownTokenWhenTheModelHasOne) {
+  // The SmolLM2-like fixture with an unknown token: a byte without a token becomes it (fused
+  // with its unknown neighbours under fuse_unk) instead of being dropped. Expected ids are
+  // Hugging Face's for the same edited file.
+  std::ifstream in(fixture_dir("smollm2") / "tokenizer.json");
+  nlohmann::json root = nlohmann::json::parse(in);
+  root["model"]["unk_token"] = "<|endoftext|>";  // id 0
+  using Ids = std::vector<int32_t>;
+  for (const bool fuse : {false, true}) {
+    root["model"]["fuse_unk"] = fuse;
+    std::ofstream(dir() / "tokenizer.json") << root.dump();
+    const BpeTokenizer tok = load_tokenizer(dir());
+    size_t dropped = 99;
+    EXPECT_EQ(tok.encode("a\x04"
+                         "b",
+                         false, &dropped),
+              (Ids{67, 0, 68}));
+    EXPECT_EQ(dropped, 0u);
+    EXPECT_EQ(tok.encode("!\x04!", false), (Ids{3, 0, 3}));
+    EXPECT_EQ(tok.encode("\x04\x06", false), fuse ? Ids{0} : (Ids{0, 0}));
+    EXPECT_EQ(tok.encode("x\x1d\x1dy", false), fuse ? (Ids{90, 0, 91}) : (Ids{90, 0, 0, 91}));
   }
 }
 
