@@ -15,6 +15,7 @@
 #include "experiments/plan_command.h"
 #include "experiments/profile_command.h"
 #include "experiments/run_command.h"
+#include "experiments/tokenize_command.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 #include "runtime/core/temp_file_cleanup.h"
@@ -170,6 +171,9 @@ int cli_main(int argc, char** argv) {
   EvalCli eval_cli;
   add_eval_subcommand(app, eval, eval_cli);
 
+  TokenizeOptions tokenize;
+  CLI::App* tokenize_cmd = add_tokenize_subcommand(app, tokenize);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -203,6 +207,7 @@ int cli_main(int argc, char** argv) {
       return run_profile(prof);
     }
     if (conv_cmd->parsed()) return run_convert(conv);
+    if (tokenize_cmd->parsed()) return run_tokenize(tokenize);
   } catch (const InputError& e) {
     return fail(2, "error: ", e.what());
   } catch (const IoError& e) {

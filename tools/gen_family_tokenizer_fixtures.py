@@ -16,6 +16,10 @@ Outputs, one directory per kind under tests/fixtures/:
                                that 4-byte characters exercise the fused unknown token
   tokenizer-neox/              NFC + GPT-2 ByteLevel, <|endoftext|> / <|padding|>, runs of spaces
                                as normalized (non-special) added tokens
+  tokenizer-smollm2/           SmolLM2's layout: Digits(individual_digits) + ByteLevel, no
+                               normalizer, no unk token, special tokens <|endoftext|>,
+                               <|im_start|>, <|im_end|>, and no token for the 21 bytes SmolLM2's
+                               vocabulary lacks (HF drops them; the records say how many bytes)
 Each holds tokenizer.json (+ the side files named) and expected.jsonl.
 
 The oracle is Hugging Face `tokenizers`, run from a throwaway virtual environment outside the
@@ -32,7 +36,9 @@ Hangul jamo, singletons, composition exclusions) and characters outside the trai
 
 expected.jsonl records, one JSON object per line, with a "kind":
   encode  {"text", "ids"}: HF's encode with the special tokens its post-processor adds (the ids
-          without them are these minus the template's; the script checks that). "decoded" (decode
+          without them are these minus the template's; the script checks that).
+          "dropped_bytes", present where not 0: the text's bytes no token stands for, counted
+          independently of the decoder (the text's UTF-8 length minus the bytes of its tokens). "decoded" (decode
           of "ids" with special tokens skipped) and "decoded_all" (decode of the ids without the
           template's, special tokens kept) are present only where they differ from "text".
   decode  {"ids", "skip_special", "text"}: HF's decode of arbitrary id runs (byte tokens cut
@@ -350,8 +356,48 @@ def neox():
     return tok, {"tokenizer_config.json": config}, tokens, near, True
 
 
+# The bytes SmolLM2's vocabulary has no token for: control bytes its training text never held and
+# bytes that never occur in UTF-8.
+SMOLLM2_MISSING_BYTES = [4, 6, 19, 20, 22, 29, 192, 193, 241, 242, *range(245, 256)]
+
+
+def without_tokens(root, symbols):
+    """Removes the tokens that contain any of `symbols`, and the merges that use or make them."""
+    vocab = root["model"]["vocab"]
+    gone = {t for t in vocab if any(c in t for c in symbols)}
+    kept = sorted((i, t) for t, i in vocab.items() if t not in gone)
+    root["model"]["vocab"] = {t: n for n, (_, t) in enumerate(kept)}
+    merges = [m if isinstance(m, list) else m.split(" ", 1) for m in root["model"]["merges"]]
+    root["model"]["merges"] = [m for m in merges
+                               if not any(c in m[0] + m[1] for c in symbols)]
+
+
+def smollm2():
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    train(tok, 2000, special_tokens=specials, alphabet=pre_tokenizers.ByteLevel.alphabet())
+    symbols = base.bytes_to_unicode()
+    tok = edited(tok, lambda root: without_tokens(root, {symbols[b] for b in SMOLLM2_MISSING_BYTES}))
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    config = {"add_prefix_space": False, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
+              "pad_token": "<|im_end|>", "unk_token": "<|endoftext|>",
+              "tokenizer_class": "GPT2Tokenizer"}
+    near = ["<|im_start", "im_end|>", "<|endoftext"]
+    # The missing bytes alone, between letters, inside punctuation and digit runs (where the
+    # neighbours of a dropped byte merge), and in a special token's text.
+    tokens = specials + ["a\x04b", "!\x04!", "\x04", "\x04\x06\x13\x14\x16\x1d", "ab\x06cd",
+                         "!!\x1d!!", "1\x042\x1d3", "..\x14..", " \x16 ", "x\x1d\x1dy",
+                         "<|im_\x04start|>", "\x04<|im_end|>\x06", "e\x13\u00e9\x14"]
+    return tok, {"tokenizer_config.json": config}, tokens, near, False
+
+
 KINDS = {"llama3": llama3, "qwen2": qwen2, "llama2": llama2, "llama2-metaspace": llama2_metaspace,
-         "neox": neox}
+         "neox": neox, "smollm2": smollm2}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,6 +428,34 @@ def decode_cases(tok, encoded, rng):
     return cases
 
 
+class DroppedBytes:
+    """Counts the bytes of a text that no token stands for: its UTF-8 length minus the bytes its
+    tokens stand for, an ordinary token's bytes or the text an added token matched (with the
+    spaces its lstrip / rstrip take in). Byte-level kinds without a normalizer; 0 for the
+    others, which drop nothing here."""
+
+    def __init__(self, tok):
+        self.tok = tok
+        self.counted = json.loads(tok.to_str())["normalizer"] is None and isinstance(
+            tok.decoder, decoders.ByteLevel)
+        self.to_byte = {c: b for b, c in base.bytes_to_unicode().items()}
+        self.added = set(tok.get_added_tokens_decoder())  # ids
+
+    def __call__(self, text, encoding):
+        """`encoding`: HF's encoding of `text` without the template's special tokens."""
+        if not self.counted:
+            return 0
+        kept = 0
+        for i, token, (start, end) in zip(encoding.ids, encoding.tokens, encoding.offsets):
+            if i in self.added:
+                kept += len(text[start:end].encode())
+            elif all(c in self.to_byte for c in token):
+                kept += len(token)
+            else:
+                sys.exit(f"token {token!r} is not made of byte symbols")
+        return len(text.encode()) - kept
+
+
 def write_kind(name, build):
     tok, side_files, tokens, near, nfc = build()
     out_dir = os.path.join(FIXTURES, f"tokenizer-{name}")
@@ -394,13 +468,18 @@ def write_kind(name, build):
     # Reload from disk so the oracle is exactly what the C++ side reads.
     tok = Tokenizer.from_file(os.path.join(out_dir, "tokenizer.json"))
     before, after = template_sizes(tok)
+    count_dropped = DroppedBytes(tok)
     records, encoded, round_trips = [], [], 0
     for text in test_lines(tokens, near, nfc):
         ids = tok.encode(text).ids
-        plain = tok.encode(text, add_special_tokens=False).ids
+        plain_encoding = tok.encode(text, add_special_tokens=False)
+        plain = plain_encoding.ids
         if ids[before:len(ids) - after] != plain:
             sys.exit(f"{name}: template ids are not around the text's ids for {text!r}")
         rec = {"kind": "encode", "text": text, "ids": ids}
+        dropped = count_dropped(text, plain_encoding)
+        if dropped:
+            rec["dropped_bytes"] = dropped
         decoded = tok.decode(ids, skip_special_tokens=True)
         if decoded != text:
             rec["decoded"] = decoded

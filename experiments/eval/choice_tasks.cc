@@ -61,15 +61,20 @@ std::string parse_task(const std::string& text, ChoiceTask& t) {
 }
 
 // The scored sequences of a task, one per choice (BOS, context, choice), or why it has none.
+// `dropped_bytes`, when given, gains the bytes of each choice's text the vocabulary cannot spell.
 std::string task_sequences(const ChoiceTask& t, const BpeTokenizer& tokenizer, int32_t bos,
-                           std::vector<ScoredSequence>& seqs, std::vector<int>& tokens) {
+                           std::vector<ScoredSequence>& seqs, std::vector<int>& tokens,
+                           size_t* dropped_bytes = nullptr) {
   // lm-eval-harness: "Question: x " + "y" is scored as "Question: x" + " y".
   const size_t kept = t.context.find_last_not_of(" \t\n\r");
   const std::string context = kept == std::string::npos ? "" : t.context.substr(0, kept + 1);
   const std::string spaces = t.context.substr(context.size());
   const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
   for (size_t c = 0; c < t.choices.size(); ++c) {
-    const std::vector<int32_t> whole = tokenizer.encode(context + spaces + t.choices[c], false);
+    size_t dropped = 0;
+    const std::vector<int32_t> whole =
+        tokenizer.encode(context + spaces + t.choices[c], false, &dropped);
+    if (dropped_bytes != nullptr) *dropped_bytes += dropped;
     // As lm-eval-harness: the continuation is what the whole text has beyond the context's
     // token count, even where a merge crosses the boundary.
     if (whole.size() <= ctx.size()) {
@@ -153,7 +158,8 @@ ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeT
   for (const ChoiceTask& t : tasks) {
     TaskScore score;
     const size_t first = seqs.size();
-    const std::string reason = task_sequences(t, tokenizer, bos, seqs, score.tokens);
+    const std::string reason =
+        task_sequences(t, tokenizer, bos, seqs, score.tokens, &r.dropped_bytes);
     H2OFLEX_INPUT_CHECK(reason.empty(), "task '", t.id, "' (line ", t.line, "): ", reason);
     for (size_t i = first; i < seqs.size(); ++i)
       r.longest = std::max(r.longest, seqs[i].ids.size());

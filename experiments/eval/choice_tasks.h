@@ -44,6 +44,8 @@ struct ChoiceResult {
   double acc = 0, acc_norm = 0;
   std::vector<KvRule> rules;  // per scored sequence (task by task, choice by choice)
   size_t longest = 0;         // tokens of the longest scored sequence (BOS included)
+  // Bytes the vocabulary has no token for, over the scored texts (each context + choice).
+  size_t dropped_bytes = 0;
 };
 
 // The tasks that can be scored: a task whose choice adds no tokens to the context's, or whose

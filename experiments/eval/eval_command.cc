@@ -86,6 +86,12 @@ nlohmann::ordered_json result_head(const char* mode, const eval::EvalSetup& s,
   return j;
 }
 
+// Bytes of the input the vocabulary has no token for: scored as if absent (as Hugging Face
+// tokenizes them), and said so.
+std::string dropped_note(size_t dropped_bytes) {
+  return dropped_bytes == 0 ? "" : detail::concat("  dropped_bytes ", dropped_bytes);
+}
+
 void finish(const EvalOptions& o, const nlohmann::ordered_json& j) {
   if (!o.json_out.empty()) write_file_atomically(o.json_out, j.dump(2) + "\n");
 }
@@ -103,7 +109,8 @@ int run_eval_perplexity(const EvalOptions& o) {
   H2OFLEX_INPUT_CHECK(!text.empty(), "--text '", o.input, "' is empty");
   eval::EvalSetup s(std::move(config), "eval perplexity");
   const eval::ContextReading reading = eval::context_reading(o.context, s.config.kv_policy);
-  const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false);
+  size_t dropped_bytes = 0;
+  const std::vector<int32_t> tokens = s.tokenizer.encode(text, /*add_bos=*/false, &dropped_bytes);
   H2OFLEX_INPUT_CHECK(!tokens.empty(), "--text '", o.input, "' has no tokens");
   const eval::WindowShape shape = eval::resolve_window_shape(
       o.window, o.stride, s.source.model->max_positions(), "--window", "--stride");
@@ -115,12 +122,14 @@ int run_eval_perplexity(const EvalOptions& o) {
   const double eval_s = watch.elapsed();
   size_t longest = 0;
   for (const eval::Window& w : r.windows) longest = std::max(longest, w.end - w.begin + 1);
-  std::printf("perplexity %.4f  nll_mean %.6f  tokens %zu  windows %zu  kv %s\n", r.perplexity,
-              r.nll_mean, r.nll.size(), r.windows.size(), s.config.kv_policy.summary().c_str());
+  std::printf("perplexity %.4f  nll_mean %.6f  tokens %zu  windows %zu%s  kv %s\n", r.perplexity,
+              r.nll_mean, r.nll.size(), r.windows.size(), dropped_note(dropped_bytes).c_str(),
+              s.config.kv_policy.summary().c_str());
   nlohmann::ordered_json j = result_head("perplexity", s, "text", o);
   j["perplexity"] = r.perplexity;
   j["nll_mean"] = r.nll_mean;
   j["tokens"] = r.nll.size();
+  if (dropped_bytes > 0) j["dropped_bytes"] = dropped_bytes;
   j["window"] = window;
   j["stride"] = stride;
   j["windows"] = r.windows.size();
@@ -170,8 +179,9 @@ int run_eval_choice(const EvalOptions& o) {
   const eval::ChoiceResult r = eval::score_choice_tasks(parsed.tasks, s.tokenizer, s.bos,
                                                         s.config.kv_policy, *s.engine, reading);
   const double eval_s = watch.elapsed();
-  std::printf("acc %.4f  acc_norm %.4f  n %zu  skipped %zu  kv %s\n", r.acc, r.acc_norm,
-              parsed.tasks.size(), parsed.errors.size(), s.config.kv_policy.summary().c_str());
+  std::printf("acc %.4f  acc_norm %.4f  n %zu  skipped %zu%s  kv %s\n", r.acc, r.acc_norm,
+              parsed.tasks.size(), parsed.errors.size(), dropped_note(r.dropped_bytes).c_str(),
+              s.config.kv_policy.summary().c_str());
   nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
   for (size_t i = 0; i < parsed.tasks.size(); ++i) {
     const eval::TaskScore& t = r.scores[i];
@@ -187,6 +197,7 @@ int run_eval_choice(const EvalOptions& o) {
   j["acc_norm"] = r.acc_norm;
   j["n"] = parsed.tasks.size();
   j["rejected"] = parsed.errors.size();
+  if (r.dropped_bytes > 0) j["dropped_bytes"] = r.dropped_bytes;
   j["kv"] = kv_json(s.config.kv_policy, r.rules, r.longest);
   j["eval_s"] = eval_s;
   j["tasks"] = tasks;

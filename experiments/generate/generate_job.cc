@@ -20,11 +20,14 @@ namespace h2oflex::generate {
 
 namespace {
 
-std::string result_line(const GenerateRequest& request, const Completion& c, size_t prompt_tokens) {
+std::string result_line(const GenerateRequest& request, const Completion& c,
+                        const PreparedRequest& p) {
   nlohmann::ordered_json j;  // "id" first: ResultLog recognizes torn lines by that prefix
   j["id"] = request.id;
   j["text"] = c.text;
-  j["prompt_tokens"] = prompt_tokens;
+  j["prompt_tokens"] = p.prompt_ids.size();
+  // Bytes of the prompt the vocabulary has no token for (dropped, as Hugging Face drops them).
+  if (p.dropped_bytes > 0) j["prompt_dropped_bytes"] = p.dropped_bytes;
   j["completion_tokens"] = c.completion_tokens;
   j["finish_reason"] = c.finish_reason;
   if (request.messages) {
@@ -87,6 +90,14 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       prepare_requests(input.requests, tokenizer, chat ? &*chat : nullptr, settings.defaults,
                        settings.max_positions, input.errors);
   summary.requests = static_cast<int64_t>(prepared.size());
+  size_t dropping = 0;
+  for (const PreparedRequest& p : prepared) dropping += p.dropped_bytes > 0;
+  if (dropping > 0) {
+    std::fprintf(stderr,
+                 "generate: %zu prompt(s) hold bytes the vocabulary has no token for; they are "
+                 "dropped (prompt_dropped_bytes on their result lines)\n",
+                 dropping);
+  }
   summary.errors = static_cast<int64_t>(input.errors.size());
 
   ResultLog log = ResultLog::open(settings.output_path);  // locks the output first
@@ -182,7 +193,7 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
       const GenerateRequest& request = input.requests[prepared[p].index];
       const Completion c = finish_completion(tokenizer, tokens[m], prepared[p].max_new_tokens,
                                              settings.stop_ids, request.stop);
-      lines.push_back(result_line(request, c, prepared[p].prompt_ids.size()));
+      lines.push_back(result_line(request, c, prepared[p]));
       line_ids.push_back(request.id);
       block_tokens += c.completion_tokens;
     }

@@ -37,9 +37,9 @@ std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>
                                                   ") failed on the messages: ", e.what())});
         continue;
       }
-      p.prompt_ids = tokenizer.encode(text, /*add_bos=*/false);
+      p.prompt_ids = tokenizer.encode(text, /*add_bos=*/false, &p.dropped_bytes);
     } else {
-      p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true);
+      p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true, &p.dropped_bytes);
     }
     p.max_new_tokens = r.max_new_tokens.value_or(defaults.max_new_tokens);
     p.temperature = r.temperature.value_or(defaults.temperature);

@@ -19,6 +19,7 @@ struct RequestDefaults {
 struct PreparedRequest {
   size_t index = 0;                 // into the job's request list
   std::vector<int32_t> prompt_ids;  // BOS included (for a chat request, as its template writes it)
+  size_t dropped_bytes = 0;         // of the prompt, which the vocabulary cannot spell
   int max_new_tokens = 0;
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;        // 1 when greedy (it has no effect there)

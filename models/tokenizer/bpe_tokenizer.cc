@@ -72,8 +72,8 @@ struct BpeTokenizer::Tables {
   bool byte_level_decoder = false;  // decoder is exactly ByteLevel: id_to_bytes suffices
 
   bool byte_level = true;
-  std::array<int32_t, 256> byte_ids{};      // byte level: the single-byte token of each byte
-  std::array<int32_t, 256> fallback_ids{};  // characters: "<0xXX>" tokens, -1 where absent
+  std::array<int32_t, 256> byte_ids{};      // byte level: each byte's symbol token, -1 if absent
+  std::array<int32_t, 256> fallback_ids{};  // "<0xXX>" tokens, -1 where absent
   bool ignore_merges = false;
   bool byte_fallback = false;
   bool fuse_unk = false;
@@ -86,17 +86,23 @@ struct BpeTokenizer::Tables {
   int32_t pad = -1;
   std::vector<int32_t> stop_ids;
 
+  // A piece's ids and the bytes of it that no token stands for.
+  struct EncodedPiece {
+    std::vector<int32_t> ids;
+    size_t dropped_bytes = 0;
+  };
   // Pieces seen before; filled up to kMaxCacheEntries, then only read.
   mutable std::shared_mutex cache_mutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
+  mutable std::unordered_map<std::string, EncodedPiece, StringHash, std::equal_to<>> cache;
 
   explicit Tables(const TokenizerFiles& files);
   void use_opt_conventions(const std::string& source);
   void use_model_conventions(const TokenizerFiles& files,
                              const tokenizer::SpecialTokenConfig& config);
-  void encode_text(std::string_view text, size_t offset, std::vector<int32_t>& out) const;
-  void encode_piece(const tokenizer::Piece& piece, std::vector<int32_t>& out) const;
-  void initial_symbols(std::string_view piece, std::vector<int32_t>& symbols) const;
+  // These three return the count of bytes dropped (see BpeTokenizer::encode).
+  size_t encode_text(std::string_view text, size_t offset, std::vector<int32_t>& out) const;
+  size_t encode_piece(const tokenizer::Piece& piece, std::vector<int32_t>& out) const;
+  size_t initial_symbols(std::string_view piece, std::vector<int32_t>& symbols) const;
   void merge_symbols(const std::vector<int32_t>& initial, std::vector<int32_t>& out) const;
 };
 
@@ -153,20 +159,13 @@ BpeTokenizer::Tables::Tables(const TokenizerFiles& files)
   byte_level_decoder =
       decoder.size() == 1 && decoder[0].kind == tokenizer::DecoderStep::Kind::kByteLevel;
 
-  if (byte_level) {
-    for (int b = 0; b < 256; ++b) {
-      const std::string symbol = tokenizer::bytes_to_symbols(std::string(1, char(b)));
-      const auto it = token_to_id.find(symbol);
-      H2OFLEX_INPUT_CHECK(it != token_to_id.end(), "tokenizer file ", source,
-                          ": the vocabulary lacks the byte token '", symbol, "' (byte ", b,
-                          "), so not every text can be encoded");
-      byte_ids[b] = it->second;
-    }
-  } else {
-    for (int b = 0; b < 256; ++b) {
-      const auto it = token_to_id.find(byte_token(uint8_t(b)));
-      fallback_ids[b] = it == token_to_id.end() ? -1 : it->second;
-    }
+  // A vocabulary may lack some byte symbols (SmolLM2's has no token for 21 bytes that its
+  // training text never held); initial_symbols() treats those as Hugging Face does.
+  for (int b = 0; b < 256; ++b) {
+    const auto symbol = token_to_id.find(tokenizer::bytes_to_symbols(std::string(1, char(b))));
+    byte_ids[b] = symbol == token_to_id.end() ? -1 : symbol->second;
+    const auto fallback = token_to_id.find(byte_token(uint8_t(b)));
+    fallback_ids[b] = fallback == token_to_id.end() ? -1 : fallback->second;
   }
   if (files.unk_token) {
     const auto it = token_to_id.find(*files.unk_token);
@@ -315,53 +314,62 @@ void BpeTokenizer::Tables::merge_symbols(const std::vector<int32_t>& initial,
   for (int32_t i = 0; i >= 0 && i < n; i = symbols[i].next) out.push_back(symbols[i].id);
 }
 
-void BpeTokenizer::Tables::initial_symbols(std::string_view piece,
-                                           std::vector<int32_t>& symbols) const {
-  if (byte_level) {
-    for (char c : piece) symbols.push_back(byte_ids[uint8_t(c)]);
-    return;
-  }
-  // One symbol per character; a character missing from the vocabulary becomes its byte tokens
-  // (byte fallback) or the unknown token, fused with unknown neighbours when fuse_unk is set.
-  // As in Hugging Face, a pending unknown token is written out only before the next known
-  // character (byte tokens do not flush it).
+size_t BpeTokenizer::Tables::initial_symbols(std::string_view piece,
+                                             std::vector<int32_t>& symbols) const {
+  // One symbol per character; for a byte-level model a character is one byte's symbol. A
+  // character missing from the vocabulary becomes its "<0xXX>" tokens (byte fallback; for a
+  // byte-level model those of the symbol's UTF-8 spelling, as Hugging Face looks them up), or the
+  // unknown token, fused with unknown neighbours when fuse_unk is set, or, with neither, is
+  // dropped: its neighbours become adjacent and may merge. As in Hugging Face, a pending unknown
+  // token is written out only before the next known character (byte tokens do not flush it).
   bool pending_unk = false;
+  size_t dropped = 0;
   for (size_t pos = 0; pos < piece.size();) {
-    const size_t length = tokenizer::decode_utf8_at(piece, pos).length;
+    const size_t length = byte_level ? 1 : tokenizer::decode_utf8_at(piece, pos).length;
     const std::string_view ch = piece.substr(pos, length);
     pos += length;
-    const auto it = token_to_id.find(ch);
-    if (it != token_to_id.end()) {
+    int32_t id = -1;
+    if (byte_level) {
+      id = byte_ids[uint8_t(ch[0])];
+    } else if (const auto it = token_to_id.find(ch); it != token_to_id.end()) {
+      id = it->second;
+    }
+    if (id >= 0) {
       if (pending_unk) symbols.push_back(unk);
       pending_unk = false;
-      symbols.push_back(it->second);
+      symbols.push_back(id);
       continue;
     }
-    if (byte_fallback &&
-        std::all_of(ch.begin(), ch.end(), [&](char b) { return fallback_ids[uint8_t(b)] >= 0; })) {
-      for (char b : ch) symbols.push_back(fallback_ids[uint8_t(b)]);
+    const std::string spelled = byte_level ? tokenizer::bytes_to_symbols(ch) : std::string(ch);
+    if (byte_fallback && std::all_of(spelled.begin(), spelled.end(),
+                                     [&](char b) { return fallback_ids[uint8_t(b)] >= 0; })) {
+      for (char b : spelled) symbols.push_back(fallback_ids[uint8_t(b)]);
       continue;
     }
-    if (unk < 0) continue;  // no unknown token: the character is dropped
+    if (unk < 0) {
+      dropped += length;
+      continue;
+    }
     if (pending_unk && !fuse_unk) symbols.push_back(unk);
     pending_unk = true;
   }
   if (pending_unk) symbols.push_back(unk);
+  return dropped;
 }
 
-void BpeTokenizer::Tables::encode_piece(const tokenizer::Piece& piece,
-                                        std::vector<int32_t>& out) const {
+size_t BpeTokenizer::Tables::encode_piece(const tokenizer::Piece& piece,
+                                          std::vector<int32_t>& out) const {
   const std::string& text = piece.text;
-  if (byte_level && text.size() == 1) {
+  if (byte_level && text.size() == 1 && byte_ids[uint8_t(text[0])] >= 0) {
     out.push_back(byte_ids[uint8_t(text[0])]);
-    return;
+    return 0;
   }
   if (ignore_merges) {
     // A piece that is a token as a whole is that token, merges or not.
     const auto it = token_to_id.find(byte_level ? tokenizer::bytes_to_symbols(text) : text);
     if (it != token_to_id.end()) {
       out.push_back(it->second);
-      return;
+      return 0;
     }
   }
   const bool cacheable = text.size() <= kMaxCachedPieceBytes;
@@ -369,30 +377,33 @@ void BpeTokenizer::Tables::encode_piece(const tokenizer::Piece& piece,
     std::shared_lock lock(cache_mutex);
     const auto it = cache.find(text);
     if (it != cache.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
+      out.insert(out.end(), it->second.ids.begin(), it->second.ids.end());
+      return it->second.dropped_bytes;
     }
   }
   std::vector<int32_t> symbols;
   symbols.reserve(text.size());
-  initial_symbols(text, symbols);
+  const size_t dropped = initial_symbols(text, symbols);
   const size_t start = out.size();
   merge_symbols(symbols, out);
-  if (!cacheable) return;
+  if (!cacheable) return dropped;
   std::unique_lock lock(cache_mutex);
   if (cache.size() < kMaxCacheEntries) {
-    cache.emplace(text, std::vector<int32_t>(out.begin() + start, out.end()));
+    cache.emplace(text,
+                  EncodedPiece{std::vector<int32_t>(out.begin() + start, out.end()), dropped});
   }
+  return dropped;
 }
 
-void BpeTokenizer::Tables::encode_text(std::string_view text, size_t offset,
-                                       std::vector<int32_t>& out) const {
+size_t BpeTokenizer::Tables::encode_text(std::string_view text, size_t offset,
+                                         std::vector<int32_t>& out) const {
   // As Hugging Face: normalize the stretch between raw added tokens, look for the normalized
   // added tokens in the result, pre-tokenize what lies between them and run BPE on each piece.
   const std::string normalized = tokenizer::normalize(normalizer, text);
   std::vector<tokenizer::TextSegment> segments;
   normalized_added.split(normalized, segments);
   std::vector<tokenizer::Piece> pieces;
+  size_t dropped = 0;
   for (const tokenizer::TextSegment& s : segments) {
     if (s.id >= 0) {
       out.push_back(s.id);
@@ -400,8 +411,9 @@ void BpeTokenizer::Tables::encode_text(std::string_view text, size_t offset,
     }
     pieces.clear();
     tokenizer::pre_tokenize(pre_tokenizer, s.text, offset == 0 && s.offset == 0, pieces);
-    for (const tokenizer::Piece& p : pieces) encode_piece(p, out);
+    for (const tokenizer::Piece& p : pieces) dropped += encode_piece(p, out);
   }
+  return dropped;
 }
 
 BpeTokenizer::BpeTokenizer(std::shared_ptr<const Tables> tables) : tables_(std::move(tables)) {}
@@ -459,8 +471,10 @@ BpeTokenizer load_tokenizer(const std::filesystem::path& model_dir) {
   return BpeTokenizer::load_model_dir(model_dir);
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos,
+                                          size_t* dropped_bytes) const {
   const Tables& t = *tables_;
+  size_t dropped = 0;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 2);
   if (add_bos) ids.insert(ids.end(), t.prefix.begin(), t.prefix.end());
@@ -470,10 +484,11 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_bos) c
     if (s.id >= 0) {
       ids.push_back(s.id);
     } else {
-      t.encode_text(s.text, s.offset, ids);
+      dropped += t.encode_text(s.text, s.offset, ids);
     }
   }
   if (add_bos) ids.insert(ids.end(), t.suffix.begin(), t.suffix.end());
+  if (dropped_bytes != nullptr) *dropped_bytes = dropped;
   return ids;
 }
 

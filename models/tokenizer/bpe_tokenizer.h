@@ -16,7 +16,8 @@ namespace h2oflex {
 // Encodes text to token ids and back exactly as Hugging Face does for the model's files:
 // added (special) tokens split out of the text first, then the normalizer, the pre-tokenizer and
 // BPE merges by rank, over GPT-2 byte symbols or, for SentencePiece models, over characters with
-// "<0xXX>" byte fallback. Any byte string can be encoded, including invalid UTF-8.
+// "<0xXX>" byte fallback. Any byte string can be encoded, including invalid UTF-8; bytes the
+// vocabulary cannot spell are dropped as Hugging Face drops them, and counted (see encode()).
 //
 // Cheap to copy (the tables are shared and immutable); encode/decode are safe to call from
 // several threads at once.
@@ -35,7 +36,13 @@ class BpeTokenizer {
 
   // `add_bos`: put the model's special tokens around the text, as its post-processor or
   // tokenizer_config.json says: bos_to_prepend() before it, eos_to_append() after it.
-  std::vector<int32_t> encode(std::string_view text, bool add_bos = true) const;
+  // `dropped_bytes`, when given, receives the count of bytes of the text (after the normalizer)
+  // that no token stands for: characters (for a byte-level model, bytes) missing from the
+  // vocabulary with neither byte fallback nor an unknown token to take their place. Hugging Face
+  // drops them the same way, without a word; callers report the count so that no text is lost
+  // unseen.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos = true,
+                              size_t* dropped_bytes = nullptr) const;
 
   // What Hugging Face's decode gives: valid UTF-8 (broken byte sequences become U+FFFD the way
   // the model's decoder replaces them). Ids that name no token are ignored (as Hugging Face

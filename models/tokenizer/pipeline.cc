@@ -5,6 +5,7 @@
 #include "models/tokenizer/byte_level.h"
 #include "models/tokenizer/gpt2_pretokenizer.h"
 #include "models/tokenizer/nfc.h"
+#include "models/tokenizer/unicode_classes.h"
 #include "models/tokenizer/utf8.h"
 
 namespace h2oflex::tokenizer {
@@ -45,6 +46,26 @@ void metaspace(const PreTokenizerStep& step, const Piece& piece, std::vector<Pie
     out.push_back({text.substr(start, next - start), piece.at_start && start == 0});
     start = next;
   }
+}
+
+// Hugging Face's Digits pre-tokenizer: Rust's char::is_numeric (general categories Nd, Nl, No)
+// marks the characters cut out, each as its own piece (`individual`) or runs of them as one;
+// the stretches between them are pieces too. Bytes that are not well-formed UTF-8 are not
+// numeric.
+void split_digits(std::string_view text, bool individual, std::vector<std::string_view>& out) {
+  size_t start = 0;  // of the piece being built
+  bool in_digits = false;
+  for (size_t pos = 0; pos < text.size();) {
+    const Utf8Step step = decode_utf8_at(text, pos);
+    const bool digit = step.valid && is_number(step.code_point);
+    if (pos > start && (digit != in_digits || (digit && individual))) {
+      out.push_back(text.substr(start, pos - start));
+      start = pos;
+    }
+    in_digits = digit;
+    pos += step.length;
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
 }
 
 std::optional<uint8_t> byte_token_value(std::string_view token) {
@@ -115,7 +136,6 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view
       case NormalizerStep::Kind::kNfc:
         out = to_nfc(out);
         break;
-        break;
       case NormalizerStep::Kind::kPrepend:
         if (!out.empty()) out = step.text + out;
         break;
@@ -143,6 +163,8 @@ void pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string_view t
       views.clear();
       if (step.kind == PreTokenizerStep::Kind::kRegexSplit) {
         step.regex->split(piece.text, views);
+      } else if (step.kind == PreTokenizerStep::Kind::kDigits) {
+        split_digits(piece.text, step.split, views);
       } else {
         views = split_gpt2(piece.text);
       }

@@ -29,13 +29,14 @@ struct PreTokenizerStep {
     kRegexSplit,  // cut at the matches of `regex`, keeping them as pieces (Split, Isolated)
     kGpt2Split,   // cut with GPT-2's pattern (ByteLevel with use_regex)
     kMetaspace,   // spaces become `replacement`, which is prepended per `prepend`, then cut
+    kDigits,      // numeric characters (\p{N}) cut out: each alone when `split`, else in runs
   };
   enum class Prepend { kAlways, kFirst, kNever };
   Kind kind;
   std::shared_ptr<const RegexSplitter> regex;
   std::string replacement;
   Prepend prepend = Prepend::kNever;
-  bool split = true;  // kMetaspace: a new piece starts at each replacement
+  bool split = true;  // kMetaspace: a new piece starts at each replacement; kDigits: see above
 };
 
 // One decoder step, applied to the list of token strings.

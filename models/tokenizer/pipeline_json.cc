@@ -125,8 +125,14 @@ void add_pre_tokenizer(const json& value, const JsonWhere& where, PreTokenizerSp
     out.steps.push_back({PreTokenizerStep::Kind::kMetaspace, nullptr,
                          one_character(value, "replacement", where), prepend_scheme(value, where),
                          bool_field(value, "split", true, where)});
+  } else if (type == "Digits") {
+    out.steps.push_back({PreTokenizerStep::Kind::kDigits,
+                         nullptr,
+                         "",
+                         {},
+                         bool_field(value, "individual_digits", false, where)});
   } else {
-    unsupported_type(type, where, "ByteLevel, Split, Metaspace and Sequence");
+    unsupported_type(type, where, "ByteLevel, Split, Metaspace, Digits and Sequence");
   }
 }
 

@@ -77,6 +77,42 @@ TEST_F(EvalCommandTest, PerplexityDocumentScoresEveryToken) {
   EXPECT_NE(h["nll"], j["nll"]);
 }
 
+TEST_F(EvalCommandTest, ReportsCarryTheBytesTheVocabularyCannotSpell) {
+  // The demo model's weights read through a SmolLM2-like tokenizer without tokens for some
+  // bytes (tests/fixtures/tokenizer-smollm2): "\x04" and "\x1d" are dropped (as Hugging Face
+  // drops them) and the reports say how many; a text without them has no such key.
+  const std::filesystem::path model = dir() / "model";
+  std::filesystem::create_directories(model);
+  const std::filesystem::path tokenizer =
+      std::filesystem::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/tokenizer-smollm2";
+  for (const char* f : {"config.json", "model.safetensors"})
+    std::filesystem::copy_file(demo_model_dir() / f, model / f);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(tokenizer / f, model / f);
+
+  write_text(dir() / "t.txt", "The river\x04 ran past the mill.\x1d\x1d Every morning.");
+  EvalOptions o = options("t.txt", "p.json");
+  o.model_dir = model.string();
+  o.window = 16;
+  ASSERT_EQ(run_eval_perplexity(o), 0);
+  EXPECT_EQ(result("p.json")["dropped_bytes"], 3);
+  write_text(dir() / "clean.txt", "The river ran past the mill.");
+  o = options("clean.txt", "clean.json");
+  o.model_dir = model.string();
+  o.window = 16;
+  ASSERT_EQ(run_eval_perplexity(o), 0);
+  EXPECT_FALSE(result("clean.json").contains("dropped_bytes"));
+
+  write_text(
+      dir() / "tasks.jsonl",
+      R"({"id": "a", "context": "The river\u0004 ran", "choices": [" past", " by\u0006"], "answer": 0})"
+      "\n");
+  o = options("tasks.jsonl", "c.json");
+  o.model_dir = model.string();
+  ASSERT_EQ(run_eval_choice(o), 0);
+  EXPECT_EQ(result("c.json")["dropped_bytes"], 3);  // the context's byte in both texts, + 1
+}
+
 TEST_F(EvalCommandTest, PerplexityBadInputIsRefusedWithoutAResult) {
   auto refused = [&](EvalOptions o, const std::string& what) {
     try {

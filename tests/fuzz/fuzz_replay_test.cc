@@ -15,6 +15,7 @@
 #include "tools/fuzz/run_config.cc"
 #include "tools/fuzz/safetensors_header.cc"
 #include "tools/fuzz/tokenizer_files.cc"
+#include "tools/fuzz/tokenizer_json.cc"
 
 namespace {
 
@@ -30,7 +31,8 @@ const Target kTargets[] = {{"safetensors_header", fuzz_safetensors_header},
                            {"run_config", fuzz_run_config},
                            {"request_line", fuzz_request_line},
                            {"tokenizer_files", fuzz_tokenizer_files},
-                           {"chat_template", fuzz_chat_template}};
+                           {"chat_template", fuzz_chat_template},
+                           {"tokenizer_json", fuzz_tokenizer_json}};
 
 class FuzzReplay : public ::testing::TestWithParam<Target> {};
 

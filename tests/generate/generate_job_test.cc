@@ -3,6 +3,7 @@
 // torn line, signal) resumes to exactly the output of an uninterrupted one.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <stdexcept>
 
@@ -223,6 +224,40 @@ TEST_F(GenerateJobTest, StopRequestFinishesTheBlockInFlight) {
   EXPECT_EQ(second.already_done, 8);
   EXPECT_EQ(second.completed, 12);
   EXPECT_EQ(results().size(), 20u);
+}
+
+TEST_F(GenerateJobTest, ResultLinesCarryThePromptsDroppedBytes) {
+  // A vocabulary without some byte tokens (SmolLM2's kind): the prompts' bytes it cannot spell
+  // are dropped as Hugging Face drops them, and each result line says how many. The counts are
+  // the fixture's, from HF's tokens.
+  const std::filesystem::path fixture =
+      std::filesystem::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/tokenizer-smollm2";
+  const BpeTokenizer tok = load_tokenizer(fixture);
+  std::ifstream records(fixture / "expected.jsonl");
+  std::map<std::string, size_t> dropped;  // id -> HF's count
+  std::string input, line;
+  while (std::getline(records, line) && dropped.size() < 12) {
+    const json rec = json::parse(line);
+    if (rec["kind"] != "encode" || rec["text"].get<std::string>().size() > 100) continue;
+    if (rec.contains("dropped_bytes") == (dropped.size() % 2 == 0)) continue;  // alternate
+    const std::string id = "r" + std::to_string(dropped.size());
+    dropped[id] = rec.value("dropped_bytes", size_t{0});
+    input += json{{"id", id}, {"prompt", rec["text"]}}.dump() + "\n";
+  }
+  write_text(dir() / "in.jsonl", input);
+  JobSettings s = settings();
+  s.max_positions = 256;
+  run_generate_job(s, tok, fake_block);
+  const auto by_id = results();
+  ASSERT_EQ(by_id.size(), dropped.size());
+  size_t with_field = 0;
+  for (const auto& [id, count] : dropped) {
+    const json& r = by_id.at(id);
+    EXPECT_EQ(r.value("prompt_dropped_bytes", size_t{0}), count) << r;
+    EXPECT_EQ(r.contains("prompt_dropped_bytes"), count > 0) << r;  // only when not zero
+    with_field += r.contains("prompt_dropped_bytes");
+  }
+  EXPECT_EQ(with_field, dropped.size() / 2);
 }
 
 TEST_F(GenerateJobTest, RequestsGetStableDistinctSamplingKeys) {

@@ -31,4 +31,29 @@ inline Outcome run_h2oflex(const std::string& args) {
   return run_h2oflex(words);
 }
 
+// The same with stdout kept apart: `output` is what the command wrote to stdout, `errors` its
+// stderr (through a file under `scratch`, an existing directory).
+struct SplitOutcome {
+  int exit_code;
+  std::string output;
+  std::string errors;
+};
+
+inline SplitOutcome run_h2oflex_split(const std::string& args, const std::string& scratch) {
+  const std::string err_file = scratch + "/h2oflex.stderr";
+  const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>" + err_file;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return {-1, "", "popen failed: " + cmd};
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  std::string err;
+  if (FILE* f = std::fopen(err_file.c_str(), "rb")) {
+    while (size_t n = std::fread(buf, 1, sizeof buf, f)) err.append(buf, n);
+    std::fclose(f);
+  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
+}
+
 }  // namespace h2oflex::testing_support

@@ -1,5 +1,5 @@
-// load_tokenizer() against Hugging Face reference ids for the Llama-3, Qwen2, Llama-2 / Mistral
-// and GPT-NeoX kinds (tests/fixtures/tokenizer-*/, written by
+// load_tokenizer() against Hugging Face reference ids for the Llama-3, Qwen2, Llama-2 / Mistral,
+// GPT-NeoX and SmolLM2 kinds (tests/fixtures/tokenizer-*/, written by
 // tools/gen_family_tokenizer_fixtures.py).
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "tests/support/scratch_dir.h"
 
 namespace h2oflex {
 namespace {
@@ -66,6 +67,22 @@ TEST_P(FamilyFixture, EncodeMatchesReferenceOnEveryLine) {
   EXPECT_EQ(mismatches, 0u) << "of " << records.size() << " lines";
 }
 
+TEST_P(FamilyFixture, DroppedBytesAreCountedAsTheReferenceDropsThem) {
+  // Bytes the vocabulary has no token for (SmolLM2's kind lacks 21) are dropped as HF drops them
+  // (the ids above), and counted: the records' count comes from HF's tokens.
+  size_t lines_dropping = 0;
+  for (const auto& rec : read_records(GetParam(), "encode")) {
+    const std::string text = rec["text"];
+    size_t dropped = 99;
+    tok().encode(text, /*add_bos=*/true, &dropped);
+    EXPECT_EQ(dropped, rec.value("dropped_bytes", size_t{0})) << shown(text);
+    lines_dropping += dropped > 0;
+  }
+  if (GetParam() == "smollm2") {
+    EXPECT_GE(lines_dropping, 100u);
+  }
+}
+
 TEST_P(FamilyFixture, DecodeMatchesReferenceOnEveryLine) {
   size_t round_trips = 0;
   for (const auto& rec : read_records(GetParam(), "encode")) {
@@ -103,6 +120,12 @@ TEST_P(FamilyFixture, LosslessDecodeKeepsTheEncodedBytes) {
     EXPECT_NE(std::find(ids.begin(), ids.end(), *tok().token_to_id("<unk>")), ids.end());
   } else if (GetParam() == "llama2") {
     EXPECT_EQ(tok().decode_bytes(ids, false), text);
+  } else if (GetParam() == "smollm2") {  // no tokens for the bytes 0xFE and 0xFF: dropped
+    EXPECT_EQ(tok().decode_bytes(ids, false), text);
+    size_t dropped = 0;
+    const std::vector<int32_t> broken = tok().encode("a\xFF\xFE b\xC3", false, &dropped);
+    EXPECT_EQ(tok().decode_bytes(broken, false), "a b\xC3");
+    EXPECT_EQ(dropped, 2u);
   } else {
     EXPECT_EQ(tok().decode_bytes(ids, false), text);
     const std::string broken = "a\xFF\xFE b\xC3";
@@ -110,8 +133,35 @@ TEST_P(FamilyFixture, LosslessDecodeKeepsTheEncodedBytes) {
   }
 }
 
+class MissingByteTokens : public testing_support::ScratchDirTest {};
+
+TEST_F(MissingByteTokens, BecomeTheUnknownTokenWhenTheModelHasOne) {
+  // The SmolLM2-like fixture with an unknown token: a byte without a token becomes it (fused
+  // with its unknown neighbours under fuse_unk) instead of being dropped. Expected ids are
+  // Hugging Face's for the same edited file.
+  std::ifstream in(fixture_dir("smollm2") / "tokenizer.json");
+  nlohmann::json root = nlohmann::json::parse(in);
+  root["model"]["unk_token"] = "<|endoftext|>";  // id 0
+  using Ids = std::vector<int32_t>;
+  for (const bool fuse : {false, true}) {
+    root["model"]["fuse_unk"] = fuse;
+    std::ofstream(dir() / "tokenizer.json") << root.dump();
+    const BpeTokenizer tok = load_tokenizer(dir());
+    size_t dropped = 99;
+    EXPECT_EQ(tok.encode("a\x04"
+                         "b",
+                         false, &dropped),
+              (Ids{67, 0, 68}));
+    EXPECT_EQ(dropped, 0u);
+    EXPECT_EQ(tok.encode("!\x04!", false), (Ids{3, 0, 3}));
+    EXPECT_EQ(tok.encode("\x04\x06", false), fuse ? Ids{0} : (Ids{0, 0}));
+    EXPECT_EQ(tok.encode("x\x1d\x1dy", false), fuse ? (Ids{90, 0, 91}) : (Ids{90, 0, 0, 91}));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, FamilyFixture,
-                         ::testing::Values("llama3", "qwen2", "llama2", "llama2-metaspace", "neox"),
+                         ::testing::Values("llama3", "qwen2", "llama2", "llama2-metaspace", "neox",
+                                           "smollm2"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

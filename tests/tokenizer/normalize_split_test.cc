@@ -1,5 +1,5 @@
 // Building blocks of the other tokenizer kinds: NFC, the Split pattern rewrite and matching,
-// added-token matching options, and the decoder steps.
+// the Digits pre-tokenizer, added-token matching options, and the decoder steps.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,7 +38,17 @@ TEST(Nfc, HangulAsciiAndInvalidBytes) {
   // An invalid byte is kept and blocks composition across it.
   EXPECT_EQ(to_nfc("e\xff\u0301"), "e\xff\u0301");
   EXPECT_EQ(to_nfc("\xe2\x82 e\u0301"), "\xe2\x82 \u00e9");
-  EXPECT_STREQ(nfc_tables_version(), "16.0.0");
+  EXPECT_STREQ(nfc_tables_version(), "9.0.0");
+}
+
+TEST(Nfc, MarksAssignedAfterUnicode9StayWhereTheyStandAsInTheReference) {
+  // Hugging Face's NFC has Unicode 9.0's tables: a later mark has class 0 there, so it neither
+  // moves before U+0345 (class 240) nor lets anything move past it. Expected strings are HF's.
+  EXPECT_EQ(to_nfc("a\u0345\u1ac4"), "a\u0345\u1ac4");  // Unicode 14
+  EXPECT_EQ(to_nfc("a\u0345\u1df6"), "a\u0345\u1df6");  // Unicode 10
+  EXPECT_EQ(to_nfc("a\u0345\u07fd"), "a\u0345\u07fd");  // Unicode 11
+  EXPECT_EQ(to_nfc("\u1dfc\u1ac4"), "\u1dfc\u1ac4");
+  EXPECT_EQ(to_nfc("a\u0345\u1dfb"), "a\u1dfb\u0345");  // Unicode 9: reordered
 }
 
 Pieces split(const std::string& pattern, const std::string& text) {
@@ -71,6 +81,30 @@ TEST(RegexSplit, WhiteSpaceIsOniguruma) {
             "\\x{2029}\\x{202F}\\x{205F}\\x{3000}]\\Q\\s\\E");
   EXPECT_THROW(with_white_space_classes("[\\S]", "w"), InputError);
   EXPECT_THROW(RegexSplitter("(", false, "w"), InputError);
+}
+
+Pieces digits(bool individual, const std::string& text) {
+  std::vector<Piece> out;
+  pre_tokenize({{PreTokenizerStep::Kind::kDigits, nullptr, "", {}, individual}}, text, true, out);
+  Pieces r;
+  for (const Piece& p : out) r.push_back(p.text);
+  return r;
+}
+
+TEST(Digits, CutsNumericCharactersAsTheReference) {
+  // Expected pieces are Hugging Face's Digits(individual_digits=...).pre_tokenize_str: numeric
+  // is Rust's char::is_numeric (Nd, Nl, No), so other scripts' digits, fractions and circled
+  // numbers are cut out too.
+  EXPECT_EQ(digits(false, "a12b345"), (Pieces{"a", "12", "b", "345"}));
+  EXPECT_EQ(digits(false, "\u00bdx\u2460\u2461"), (Pieces{"\u00bd", "x", "\u2460\u2461"}));
+  EXPECT_EQ(digits(false, "\u0663\u06645 6"), (Pieces{"\u0663\u06645", " ", "6"}));
+  EXPECT_EQ(digits(true, "a12b345"), (Pieces{"a", "1", "2", "b", "3", "4", "5"}));
+  EXPECT_EQ(digits(true, "\u00bdx\u2460\u2461"), (Pieces{"\u00bd", "x", "\u2460", "\u2461"}));
+  EXPECT_EQ(digits(true, "\u0663\u06645 6"), (Pieces{"\u0663", "\u0664", "5", " ", "6"}));
+  EXPECT_EQ(digits(true,
+                   "1\xff"
+                   "2"),
+            (Pieces{"1", "\xff", "2"}));  // an invalid byte is no digit
 }
 
 std::vector<std::pair<std::string, int32_t>> segments(const AddedTokenMatcher& m,

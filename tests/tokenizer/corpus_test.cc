@@ -1,0 +1,129 @@
+// A slice of the tokenizer corpus (tools/gen_tokenizer_corpus.py: prose in many scripts, code,
+// numbers, emoji, control characters, long runs of spaces and newlines) through
+// `h2oflex tokenize`, for every tokenizer kind: ids, dropped bytes and decoded text as Hugging
+// Face `tokenizers` gives them (tests/fixtures/tokenizer-corpus/, written by
+// tools/compare_tokenizer_corpus.py, which also runs the whole corpus). SmolLM2's tokenizer is
+// too large to commit: it is read from the model directory tools/fetch_smollm2.sh makes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_binary.h"
+#include "tests/support/scratch_dir.h"
+
+namespace h2oflex {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const fs::path kSource = H2OFLEX_SOURCE_DIR;
+const fs::path kSlice = kSource / "tests/fixtures/tokenizer-corpus";
+
+// The SmolLM2 directory, as tools/fetch_smollm2.sh --print-dir names it (its rule, not a copy).
+std::string smollm2_dir() {
+  const std::string cmd = (kSource / "tools/fetch_smollm2.sh").string() + " --print-dir";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::string out;
+  if (pipe == nullptr) return out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  ::pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::vector<json> read_jsonl(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(in.is_open()) << file;
+  std::vector<json> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+std::vector<json> parse_lines(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(json::parse(line));
+  return out;
+}
+
+struct Kind {
+  const char* name;     // the slice file's name
+  const char* fixture;  // the tokenizer's fixture directory; nullptr: SmolLM2's model directory
+};
+
+void PrintTo(const Kind& kind, std::ostream* os) {
+  *os << kind.name;
+}
+
+class CorpusSlice : public testing_support::ScratchDirTest,
+                    public ::testing::WithParamInterface<Kind> {};
+
+TEST_P(CorpusSlice, IdsDroppedBytesAndDecodeMatchTheReference) {
+  const Kind kind = GetParam();
+  const std::string model =
+      kind.fixture ? (kSource / "tests/fixtures" / kind.fixture).string() : smollm2_dir();
+  ASSERT_TRUE(fs::exists(fs::path(model) / "tokenizer.json"))
+      << model << " has no tokenizer.json: run tools/fetch_smollm2.sh (it makes the SmolLM2 "
+      << "model directory)";
+  const fs::path corpus = kSlice / "corpus.jsonl";
+  const std::vector<json> texts = read_jsonl(corpus);
+  const std::vector<json> want = read_jsonl(kSlice / (std::string(kind.name) + ".jsonl"));
+  ASSERT_EQ(texts.size(), want.size());
+  ASSERT_GE(texts.size(), 300u);
+
+  const auto enc = testing_support::run_h2oflex_split(
+      "tokenize --no-special --model " + model + " --input " + corpus.string(), dir().string());
+  ASSERT_EQ(enc.exit_code, 0) << enc.errors;
+  const std::vector<json> got = parse_lines(enc.output);
+  ASSERT_EQ(got.size(), want.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const bool same = got[i]["ids"] == want[i]["ids"] &&
+                      got[i].value("dropped_bytes", 0) == want[i].value("dropped_bytes", 0);
+    if (!same && ++differing <= 5) {
+      ADD_FAILURE() << kind.name << " line " << i + 1 << " " << texts[i]["text"].dump()
+                    << "\n  want " << want[i].dump() << "\n  got  " << got[i].dump();
+    }
+  }
+  EXPECT_EQ(differing, 0u) << "of " << want.size() << " lines";
+
+  // decode(encode(x)): the engine's ids back to text, as HF decodes its own.
+  const fs::path ids = dir() / "ids.jsonl";
+  std::ofstream(ids, std::ios::binary) << enc.output;
+  const auto dec = testing_support::run_h2oflex_split(
+      "tokenize --decode --model " + model + " --input " + ids.string(), dir().string());
+  ASSERT_EQ(dec.exit_code, 0) << dec.errors;
+  const std::vector<json> text = parse_lines(dec.output);
+  ASSERT_EQ(text.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(text[i]["text"], want[i].value("text", texts[i]["text"]))
+        << kind.name << " line " << i + 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, CorpusSlice,
+    ::testing::Values(Kind{"gpt2-opt", "tokenizer"}, Kind{"llama2", "tokenizer-llama2"},
+                      Kind{"llama2-metaspace", "tokenizer-llama2-metaspace"},
+                      Kind{"llama3", "tokenizer-llama3"}, Kind{"neox", "tokenizer-neox"},
+                      Kind{"qwen2", "tokenizer-qwen2"}, Kind{"smollm2-small", "tokenizer-smollm2"},
+                      Kind{"smollm2", nullptr}),
+    [](const auto& info) {
+      std::string name = info.param.name;
+      for (char& c : name) c = c == '-' ? '_' : c;
+      return name;
+    });
+
+}  // namespace
+}  // namespace h2oflex
