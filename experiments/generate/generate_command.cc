@@ -87,7 +87,7 @@ nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& 
   const bool is_dir = fs::is_directory(config.model, ec);
   nlohmann::ordered_json j;
   j["model"] = is_dir ? fs::weakly_canonical(config.model, ec).string() : model.description;
-  j["dummy"] = config.dummy;
+  j["dummy"] = model.dummy;
   j["compute_device"] = pipeline_device_name(engine.device());
   j["compute_dtype"] = std::string(ops::compute_type_name(engine.compute_type()));
   j["block_size"] = s.block_size;
