@@ -28,9 +28,6 @@ YAML::Node job_config_root(const JobConfigSource& job, const std::vector<std::st
   if (!job.model_dir.empty()) root["model"] = job.model_dir;
   H2OFLEX_INPUT_CHECK(root["model"], job.command, " needs a model: --model DIR (or model: in ",
                       source, ")");
-  if (!root["dummy"] && root["model"].IsScalar() && fs::is_directory(root["model"].Scalar())) {
-    root["dummy"] = false;
-  }
   return root;
 }
 

@@ -29,9 +29,9 @@ struct JobConfigSource {
 std::vector<std::pair<std::string, std::string>> job_unused_keys();
 
 // The config file (or an empty mapping), the overrides, --model; `variants:` and `prompt_ids:`
-// are refused, a model is required, and a model directory holds real weights unless `dummy:` is
-// written. `defaults` then fills the keys the command sets when they are absent. An error from
-// an override is named after that --set.
+// are refused and a model is required (which weights it runs on is open_model_source's rule).
+// `defaults` then fills the keys the command sets when they are absent. An error from an
+// override is named after that --set.
 RunConfig load_job_config(const JobConfigSource& job,
                           const std::function<void(YAML::Node& root)>& defaults);
 

@@ -25,6 +25,7 @@ ModelSource& with_dummy_weights(ModelSource& src, const std::string& name, const
   src.description = detail::concat(name, " (", what, "dummy weights, seed ", seed, ")");
   src.key = detail::concat(name, ":dummy:seed=", seed);
   src.content = src.key;
+  src.dummy = true;
   return src;
 }
 
@@ -100,12 +101,20 @@ void reject_unused_tensors(const HfCheckpoint& ckpt, const DecoderModel& model) 
       " layers: does it belong to this checkpoint? (refusing to run a truncated model)"));
 }
 
-ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
+// True when `dir` holds weights a run can read: safetensors (one file or an index of shards).
+// An offload layout is looked for by the caller first.
+bool holds_safetensors(const std::filesystem::path& dir) {
+  return std::filesystem::exists(dir / SafetensorsReader::kSingleName) ||
+         std::filesystem::exists(dir / SafetensorsReader::kIndexName);
+}
+
+ModelSource open_source(const std::string& model, std::optional<bool> dummy, uint64_t seed) {
   ModelSource src;
   if ((src.model = published_model(model))) {
-    H2OFLEX_INPUT_CHECK(dummy, "model '", model,
+    H2OFLEX_INPUT_CHECK(dummy.value_or(true), "model '", model,
                         "' names a published model, whose weights are not on this machine: "
-                        "set dummy: true, or point model at a Hugging Face directory");
+                        "drop dummy: false (dummy weights), or point model at a Hugging Face "
+                        "directory");
     return with_dummy_weights(src, src.model->name(), "", seed);
   }
   const std::filesystem::path dir(model);
@@ -116,7 +125,7 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
     src.model = hf_model(dir, name);
-    if (dummy) return dummy_from_config(src, dir, model, seed);
+    if (dummy.value_or(false)) return dummy_from_config(src, dir, model, seed);
     std::shared_ptr<WeightLayout> layout = WeightLayout::open(dir.string());
     for (const WeightSpec& spec : src.model->weight_specs()) {
       const WeightRecord& r = layout->record(layout->find(spec.name));
@@ -125,7 +134,8 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
                           shape_str(spec.shape));
     }
     src.producer = layout_weight_producer(layout);
-    src.description = detail::concat(model, " (offload layout)");
+    src.description =
+        detail::concat(model, " (weights from its offload layout, ", WeightLayout::kIndexFile, ")");
     src.key = layout->model_key();
     // The index holds every tensor's checksum: its hash is the layout's content.
     src.content = "layout:" + file_sha256(dir / WeightLayout::kIndexFile).substr(0, 16);
@@ -134,7 +144,12 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   // config.json first: its errors come before any about the weights, and dummy weights need
   // nothing else from the directory.
   src.model = hf_model(dir, name);
-  if (dummy) return dummy_from_config(src, dir, model, seed);
+  if (dummy.value_or(false)) return dummy_from_config(src, dir, model, seed);
+  H2OFLEX_INPUT_CHECK(holds_safetensors(dir), "model directory '", model, "' holds no weights (no ",
+                      SafetensorsReader::kSingleName, ", ", SafetensorsReader::kIndexName,
+                      " or offload layout ", WeightLayout::kIndexFile,
+                      "); to run its config.json on seeded random weights, write dummy: true (or "
+                      "--set dummy=true)");
   auto ckpt = std::make_shared<HfCheckpoint>(HfCheckpoint::open(dir));
   // Every tensor must exist with the shape config.json implies; checked before any work.
   for (const WeightSpec& spec : src.model->weight_specs()) ckpt->get(spec.name, spec.shape);
@@ -142,7 +157,8 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
   src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
     ckpt->weights().read(ckpt->get(spec.name, spec.shape), dtype, dst);
   };
-  src.description = model;
+  src.description =
+      detail::concat(model, " (weights from ", ckpt->weights().source().string(), ")");
   // The path says where, the fingerprint what: a changed checkpoint must not reuse the layout
   // written from its previous content.
   const std::string fingerprint = checkpoint_fingerprint(*ckpt);
@@ -153,7 +169,7 @@ ModelSource open_source(const std::string& model, bool dummy, uint64_t seed) {
 
 }  // namespace
 
-ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed) {
+ModelSource open_model_source(const std::string& model, std::optional<bool> dummy, uint64_t seed) {
   return open_source(model, dummy, seed);
 }
 

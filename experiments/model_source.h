@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/model_layout.h"
@@ -15,16 +16,20 @@ struct ModelSource {
   std::shared_ptr<const DecoderModel> model;
   WeightProducer producer;        // fills one tensor by spec
   PartialWeightProducer partial;  // part of a tensor (dummy weights only; else empty)
-  std::string description;        // "opt-1.3b (dummy, seed 1)" or the directory
-  std::string key;                // identifies the weights for on-disk layout reuse
+  std::string description;  // what runs: "opt-1.3b (dummy weights, seed 1)", "DIR (weights from F)"
+  std::string key;          // identifies the weights for on-disk layout reuse
   // What the weights are, wherever they lie (a moved directory keeps it, changed weights do
   // not): the checkpoint's fingerprint (the one in `key`), an offload layout's index (its
   // checksums), or for dummy weights the model's shape, by name or config.json, and the seed.
   std::string content;
+  bool dummy = false;  // seeded random weights, not a checkpoint's
 };
 
-// `model` is a published name or a directory. Dummy weights need a published name (or a
-// directory's config.json); a directory without `dummy` reads its safetensors.
-ModelSource open_model_source(const std::string& model, bool dummy, uint64_t seed);
+// `model` is a published name or a directory; `dummy` is the config's `dummy:` key, absent when
+// not written. The one rule for every command: a published name has no weights here, so it runs
+// on dummy weights unless `dummy: false` asks for a checkpoint (refused); a directory means the
+// weights it holds (safetensors, or an offload layout written by `h2oflex convert`) unless
+// `dummy: true` is written, and a directory holding none is refused naming `dummy`.
+ModelSource open_model_source(const std::string& model, std::optional<bool> dummy, uint64_t seed);
 
 }  // namespace h2oflex

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@ struct RunConfig {
   std::string source;  // file the config came from (for messages)
   std::string name;    // optional label
   std::string model;   // a published name ("opt-1.3b", "llama-3-8b") or a Hugging Face directory
-  bool dummy = true;   // seeded random weights instead of a checkpoint
+  // Seeded random weights instead of a checkpoint; absent when not written: a published name's
+  // dummy weights, a directory's own (open_model_source holds the rule).
+  std::optional<bool> dummy;
   int prompt_len = 32;
   int gen_len = 8;
   int batch_size = 1;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages h2oflex builds with, skipping those already present (clang and
-# its runtime libraries build the fuzz targets, tools/fuzz.sh).
+# its runtime libraries build the fuzz targets, tools/fuzz.sh; python3-venv holds the converter of
+# tools/fetch_smollm2.sh).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libdnnl-dev libyaml-cpp-dev liburing-dev
   libpcre2-dev nlohmann-json3-dev libcli11-dev libgtest-dev libomp-dev python3 python3-matplotlib fio
-  clang libclang-rt-14-dev openmpi-bin libopenmpi-dev)
+  clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -247,7 +247,6 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
       root[entry.first.Scalar()] = YAML::Clone(entry.second);
     }
     root["model"] = suite.model;
-    if (!root["dummy"]) root["dummy"] = false;
     apply_eval_defaults(root);
     const std::string where =
         suite.path + ": " + (variant.label.empty() ? "config" : "variant " + variant.label);

@@ -86,7 +86,7 @@ nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& 
                                     const generate::JobSettings& s) {
   nlohmann::ordered_json j;
   j["model"] = model.content;
-  j["dummy"] = config.dummy;
+  j["dummy"] = model.dummy;
   j["compute_device"] = pipeline_device_name(engine.device());
   j["compute_dtype"] = std::string(ops::compute_type_name(engine.compute_type()));
   j["block_size"] = s.block_size;

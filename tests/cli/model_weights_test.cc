@@ -1,0 +1,141 @@
+// A model directory means its weights: `model: DIR` reads the checkpoint it holds, dummy weights
+// only with `dummy: true` written (or for a published name), and a directory without weight
+// files and without `dummy: true` is refused naming `dummy` — by run, generate, eval and convert
+// alike, and whether the key comes from the file or from --set.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/run_binary.h"
+#include "tests/support/scratch_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using h2oflex::testing_support::Outcome;
+using h2oflex::testing_support::run_h2oflex;
+
+const fs::path kCheckpoint = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/opt/tiny-preln";
+const fs::path kDemo = fs::path(H2OFLEX_SOURCE_DIR) / "models/demo/opt-demo";
+
+bool contains(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+class ModelWeights : public h2oflex::testing_support::ScratchDirTest {
+ protected:
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir() / name) << text;
+    return dir() / name;
+  }
+  // The demo model's config and tokenizer files, without its weights.
+  fs::path weightless_dir() {
+    const fs::path m = dir() / "weightless";
+    fs::create_directories(m);
+    for (const auto& e : fs::directory_iterator(kDemo)) {
+      if (e.path().extension() != ".safetensors") fs::copy_file(e.path(), m / e.path().filename());
+    }
+    return m;
+  }
+  Outcome run_config(const std::string& config, const std::string& extra = "") {
+    const fs::path cfg = write("config.yaml", config);
+    return run_h2oflex("run " + cfg.string() + " --json " + (dir() / "result.json").string() + " " +
+                       extra);
+  }
+  nlohmann::json result() {
+    std::ifstream in(dir() / "result.json");
+    return nlohmann::json::parse(in);
+  }
+  // Exit 2, the message names `dummy` and the directory, and nothing was written.
+  static void expect_refused_naming_dummy(const Outcome& o, const fs::path& model,
+                                          const fs::path& not_written) {
+    EXPECT_EQ(o.exit_code, 2) << o.output;
+    EXPECT_TRUE(contains(o.output, "dummy: true")) << o.output;
+    EXPECT_TRUE(contains(o.output, model.string())) << o.output;
+    EXPECT_TRUE(contains(o.output, "holds no weights")) << o.output;
+    EXPECT_FALSE(fs::exists(not_written)) << not_written << " was written";
+  }
+};
+
+const std::string kWorkload = "prompt_len: 6\ngen_len: 4\ncompute_dtype: f32\n";
+
+TEST_F(ModelWeights, ADirectoryWithoutDummyRunsOnItsCheckpoint) {
+  const Outcome own = run_config("model: " + kCheckpoint.string() + "\n" + kWorkload);
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  const nlohmann::json tokens = result()["tokens"];
+  // The start-up line names the weights used.
+  EXPECT_TRUE(contains(own.output, "weights from " + (kCheckpoint / "model.safetensors").string()))
+      << own.output;
+  EXPECT_FALSE(contains(own.output, "dummy weights")) << own.output;
+
+  const Outcome explicit_false =
+      run_config("model: " + kCheckpoint.string() + "\ndummy: false\n" + kWorkload);
+  ASSERT_EQ(explicit_false.exit_code, 0) << explicit_false.output;
+  EXPECT_EQ(result()["tokens"], tokens) << "no dummy key must mean dummy: false for a directory";
+
+  const Outcome dummy =
+      run_config("model: " + kCheckpoint.string() + "\n" + kWorkload, "--set dummy=true");
+  ASSERT_EQ(dummy.exit_code, 0) << dummy.output;
+  EXPECT_TRUE(contains(dummy.output, "dummy weights, seed 1")) << dummy.output;
+  EXPECT_NE(result()["tokens"], tokens) << "dummy: true must replace the checkpoint's weights";
+}
+
+TEST_F(ModelWeights, AWeightlessDirectoryIsRefusedNamingDummy) {
+  const fs::path m = weightless_dir();
+  expect_refused_naming_dummy(run_config("model: " + m.string() + "\n" + kWorkload), m,
+                              dir() / "result.json");
+  expect_refused_naming_dummy(run_config("model: " + m.string() + "\ndummy: false\n" + kWorkload),
+                              m, dir() / "result.json");
+  // Written as --set over a file that does not say.
+  expect_refused_naming_dummy(
+      run_config("model: " + m.string() + "\n" + kWorkload, "--set dummy=false"), m,
+      dir() / "result.json");
+}
+
+TEST_F(ModelWeights, AWeightlessDirectoryRunsWithDummyTrue) {
+  const fs::path m = weightless_dir();
+  const Outcome in_file = run_config("model: " + m.string() + "\ndummy: true\n" + kWorkload);
+  ASSERT_EQ(in_file.exit_code, 0) << in_file.output;
+  EXPECT_TRUE(contains(in_file.output, "config only, dummy weights, seed 1")) << in_file.output;
+  const Outcome by_set = run_config("model: " + m.string() + "\n" + kWorkload, "--set dummy=true");
+  ASSERT_EQ(by_set.exit_code, 0) << by_set.output;
+  EXPECT_TRUE(contains(by_set.output, "config only, dummy weights, seed 1")) << by_set.output;
+}
+
+TEST_F(ModelWeights, APublishedNameNeedsNoDummyKey) {
+  const Outcome o = run_config("model: opt-125m\n" + kWorkload);
+  ASSERT_EQ(o.exit_code, 0) << o.output;
+  EXPECT_TRUE(contains(o.output, "opt-125m (dummy weights, seed 1)")) << o.output;
+}
+
+TEST_F(ModelWeights, GenerateEvalAndConvertRefuseAWeightlessDirectoryNamingDummy) {
+  const fs::path m = weightless_dir();
+  const fs::path in = write("in.jsonl", "{\"id\": \"a\", \"prompt\": \"The river\"}\n");
+  const fs::path out = dir() / "out.jsonl";
+  expect_refused_naming_dummy(run_h2oflex("generate --model " + m.string() + " --input " +
+                                          in.string() + " --output " + out.string()),
+                              m, out);
+  const fs::path text = write("text.txt", "The river runs past the stone and on to the sea.\n");
+  const fs::path report = dir() / "eval.json";
+  expect_refused_naming_dummy(run_h2oflex("eval perplexity --model " + m.string() + " --text " +
+                                          text.string() + " --json " + report.string()),
+                              m, report);
+  const fs::path to = dir() / "converted";
+  const Outcome convert = run_h2oflex("convert --from " + m.string() + " --to " + to.string());
+  EXPECT_EQ(convert.exit_code, 2) << convert.output;
+  EXPECT_TRUE(contains(convert.output, "holds no weights")) << convert.output;
+  EXPECT_FALSE(fs::exists(to / "weights.index.json")) << "a layout was written";
+
+  // generate with --set dummy=true runs the config with dummy weights.
+  const Outcome dummy =
+      run_h2oflex("generate --model " + m.string() + " --input " + in.string() + " --output " +
+                  out.string() + " --set dummy=true --set gen_len=3 --set compute_dtype=f32");
+  EXPECT_EQ(dummy.exit_code, 0) << dummy.output;
+}
+
+}  // namespace
