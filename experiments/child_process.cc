@@ -32,7 +32,8 @@ struct FileActions {
 
 }  // namespace
 
-ChildResult run_child(const std::vector<std::string>& argv, ChildOutput output) {
+ChildResult run_child(const std::vector<std::string>& argv, ChildOutput output,
+                      const std::string& stderr_file) {
   ChildResult r;
   if (argv.empty()) {
     r.output = "no program to run";
@@ -51,7 +52,12 @@ ChildResult run_child(const std::vector<std::string>& argv, ChildOutput output) 
       return r;
     }
     posix_spawn_file_actions_adddup2(&fa.actions, pipe.fd[1], 1);
-    posix_spawn_file_actions_adddup2(&fa.actions, pipe.fd[1], 2);
+    if (stderr_file.empty()) {
+      posix_spawn_file_actions_adddup2(&fa.actions, pipe.fd[1], 2);
+    } else {
+      posix_spawn_file_actions_addopen(&fa.actions, 2, stderr_file.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
   } else {
     posix_spawn_file_actions_addopen(&fa.actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&fa.actions, 1, 2);

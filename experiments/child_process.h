@@ -17,8 +17,10 @@ enum class ChildOutput { Collect, Discard };
 
 // Runs `argv[0]` (looked up on PATH when it holds no '/') with `argv`, stdin from /dev/null,
 // and waits for it. A program that cannot be started gives exit_code -1 and the reason in
-// `output`; nothing is thrown.
+// `output`; nothing is thrown. With `stderr_file`, the child's stderr is written to that file
+// (created or truncated) and `output` collects its stdout alone.
 ChildResult run_child(const std::vector<std::string>& argv,
-                      ChildOutput output = ChildOutput::Collect);
+                      ChildOutput output = ChildOutput::Collect,
+                      const std::string& stderr_file = "");
 
 }  // namespace h2oflex

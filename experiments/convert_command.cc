@@ -50,9 +50,7 @@ constexpr std::initializer_list<const char*> kCopiedFiles = {"config.json",
 // config and tokenizer, an older conversion) would be mixed with this one's files.
 void check_destination(const std::string& to) {
   std::error_code ec;
-  if (!fs::exists(to, ec)) return;
-  H2OFLEX_INPUT_CHECK(fs::is_directory(to, ec), "--to '", to,
-                      "' is a file; give a directory that does not exist yet or is empty");
+  if (!fs::exists(to, ec)) return;  // a file at `to` was refused with its ancestors (run_convert)
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(to, ec)) {
     names.push_back(e.path().filename().string());
@@ -84,7 +82,8 @@ int run_convert(const ConvertOptions& o) {
     existing = existing.parent_path();
   }
   H2OFLEX_INPUT_CHECK(fs::is_directory(existing, ec), "--to '", o.to, "': '", existing.string(),
-                      "' exists and is not a directory; convert writes a model directory there");
+                      "' exists and is not a directory (it is a file); convert writes a model "
+                      "directory there: give one that does not exist yet or is empty");
   // Compared after resolving links: a --to inside the source (or a link to it) would write the
   // layout and overwrite config files in the checkpoint being read.
   H2OFLEX_INPUT_CHECK(!within(resolved(o.to), resolved(o.from)), "--to '", o.to,

@@ -212,10 +212,6 @@ void read_batch_line(const json& line, GenerateRequest& r) {
   refuse_unknown_fields(line, "", {"custom_id", "method", "url", "body"});
   const json& body = line["body"];
   if (!body.is_object()) throw FieldError{"'body' must be an object"};
-  // `model` names the model the file was written for; the job's model is --model.
-  refuse_unknown_fields(body, "body.",
-                        {"prompt", "messages", "model", "max_tokens", "temperature", "top_p",
-                         "stop", "n", "seed", "logit_bias", "presence_penalty"});
   // The url names the kind of request; without one, the body's "messages" does.
   bool chat = !absent(body, "messages");
   if (!absent(line, "url")) {
@@ -234,6 +230,10 @@ void read_batch_line(const json& line, GenerateRequest& r) {
     }
     if (chat_url && !chat) throw FieldError{"missing 'body.messages'"};
   }
+  // `model` names the model the file was written for; the job's model is --model.
+  refuse_unknown_fields(body, "body.",
+                        {"prompt", "messages", "model", "max_tokens", "temperature", "top_p",
+                         "stop", "n", "seed", "logit_bias", "presence_penalty"});
   if (!absent(body, "n") && body["n"] != json(1)) {
     throw FieldError{"'body.n' " + body["n"].dump() + " is not supported (one completion each)"};
   }

@@ -54,7 +54,9 @@ TEST(GpuPlan, EveryGpuCheckCaseFitsItsBudgetsAndTheLentMachine) {
     EXPECT_EQ(p.disk, 0) << name << ": the check uses no disk tier";
     if (c.has_hardware()) {
       const policy::HardwareLimits lim = policy::parse_hardware_limits(c.hardware, name);
-      if (lim.device_mem > 0) EXPECT_LE(p.device, static_cast<double>(lim.device_mem)) << name;
+      if (lim.device_mem > 0) {
+        EXPECT_LE(p.device, static_cast<double>(lim.device_mem)) << name;
+      }
     }
   }
   EXPECT_EQ(cases, 3);

@@ -2,10 +2,9 @@
 // transformers' greedy text: the model's chat template, its tokenizer (special tokens such as
 // <|im_start|> as their ids) and its weights together (tests/fixtures/smollm2_chat, from
 // tools/gen_smollm2_chat_fixture.py). The model directory is the one tools/fetch_smollm2.sh
-// makes (test.sh fetches it), or $H2OFLEX_SMOLLM2_DIR.
+// makes (test.sh fetches it).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <map>
 
 #include "models/chat_template/model_chat_template.h"
@@ -18,18 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Where tools/fetch_smollm2.sh puts the model.
+// Where tools/fetch_smollm2.sh puts the model (its --print-dir, read by tests/CMakeLists.txt).
 fs::path smollm2_dir() {
-  if (const char* dir = std::getenv("H2OFLEX_SMOLLM2_DIR")) return dir;
-  fs::path cache;
-  if (const char* c = std::getenv("H2OFLEX_CACHE")) {
-    cache = c;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME")) {
-    cache = fs::path(x) / "h2oflex";
-  } else {
-    cache = fs::path(std::getenv("HOME") ? std::getenv("HOME") : "") / ".cache" / "h2oflex";
-  }
-  return cache / "smollm2-135m-instruct";
+  return H2OFLEX_SMOLLM2_DIR;
 }
 
 using SmolLM2Chat = testing::GenerateScratchTest;

@@ -23,12 +23,45 @@ inline Outcome run_h2oflex(const std::vector<std::string>& args) {
   return {r.exit_code, std::move(r.output)};
 }
 
-// `args` split at whitespace: for arguments without spaces.
-inline Outcome run_h2oflex(const std::string& args) {
-  std::istringstream in(args);
+// `args` split into words as a POSIX shell splits them — at unquoted whitespace, with '…' taken
+// literally, "…" with \" and \\ escapes, and \ escaping one character outside quotes — but no
+// shell runs: nothing is expanded or executed.
+inline std::vector<std::string> split_words(const std::string& args) {
   std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return run_h2oflex(words);
+  std::string w;
+  bool in_word = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const char c = args[i];
+    if (c == '\'') {
+      const size_t end = args.find('\'', i + 1);
+      w += args.substr(i + 1, (end == std::string::npos ? args.size() : end) - i - 1);
+      i = end == std::string::npos ? args.size() : end;
+      in_word = true;
+    } else if (c == '"') {
+      for (++i; i < args.size() && args[i] != '"'; ++i) {
+        if (args[i] == '\\' && i + 1 < args.size() && (args[i + 1] == '"' || args[i + 1] == '\\'))
+          ++i;
+        w += args[i];
+      }
+      in_word = true;
+    } else if (c == '\\' && i + 1 < args.size()) {
+      w += args[++i];
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(w));
+      w.clear();
+      in_word = false;
+    } else {
+      w += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(w));
+  return words;
+}
+
+inline Outcome run_h2oflex(const std::string& args) {
+  return run_h2oflex(split_words(args));
 }
 
 // The same with stdout kept apart: `output` is what the command wrote to stdout, `errors` its
@@ -41,19 +74,16 @@ struct SplitOutcome {
 
 inline SplitOutcome run_h2oflex_split(const std::string& args, const std::string& scratch) {
   const std::string err_file = scratch + "/h2oflex.stderr";
-  const std::string cmd = std::string(H2OFLEX_BINARY) + " " + args + " 2>" + err_file;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return {-1, "", "popen failed: " + cmd};
-  std::string out;
-  char buf[4096];
-  while (size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int status = ::pclose(pipe);
+  std::vector<std::string> argv{H2OFLEX_BINARY};
+  for (std::string& w : split_words(args)) argv.push_back(std::move(w));
+  ChildResult r = run_child(argv, ChildOutput::Collect, err_file);
   std::string err;
   if (FILE* f = std::fopen(err_file.c_str(), "rb")) {
+    char buf[4096];
     while (size_t n = std::fread(buf, 1, sizeof buf, f)) err.append(buf, n);
     std::fclose(f);
   }
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, err};
+  return {r.exit_code, std::move(r.output), std::move(err)};
 }
 
 }  // namespace h2oflex::testing_support
