@@ -16,6 +16,7 @@
 
 #include "experiments/generate/generate_job.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "tests/support/json_lines.h"
 
 #include "tests/support/scratch_dir.h"
 
@@ -45,18 +46,7 @@ inline std::string read_text(const fs::path& file) {
   return ss.str();
 }
 
-// Every line of a JSONL file, parsed; a line that does not parse fails the test.
-inline std::vector<nlohmann::json> read_jsonl(const fs::path& file) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(read_text(file));
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    EXPECT_FALSE(j.is_discarded()) << file << ": bad line '" << line << "'";
-    out.push_back(j);
-  }
-  return out;
-}
+using testing_support::read_jsonl;
 
 using GenerateScratchTest = testing_support::ScratchDirTest;
 

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/json_lines.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
@@ -30,23 +31,6 @@ const fs::path kSlice = kSource / "tests/fixtures/tokenizer-corpus";
 // The SmolLM2 directory, as tools/fetch_smollm2.sh --print-dir names it (tests/CMakeLists.txt).
 std::string smollm2_dir() {
   return H2OFLEX_SMOLLM2_DIR;
-}
-
-std::vector<json> read_jsonl(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  EXPECT_TRUE(in.is_open()) << file;
-  std::vector<json> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
-}
-
-std::vector<json> parse_lines(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
 }
 
 struct Kind {
@@ -69,15 +53,16 @@ TEST_P(CorpusSlice, IdsDroppedBytesAndDecodeMatchTheReference) {
       << model << " has no tokenizer.json: run tools/fetch_smollm2.sh (it makes the SmolLM2 "
       << "model directory)";
   const fs::path corpus = kSlice / "corpus.jsonl";
-  const std::vector<json> texts = read_jsonl(corpus);
-  const std::vector<json> want = read_jsonl(kSlice / (std::string(kind.name) + ".jsonl"));
+  const std::vector<json> texts = testing_support::read_jsonl(corpus);
+  const std::vector<json> want =
+      testing_support::read_jsonl(kSlice / (std::string(kind.name) + ".jsonl"));
   ASSERT_EQ(texts.size(), want.size());
   ASSERT_GE(texts.size(), 300u);
 
   const auto enc = testing_support::run_h2oflex_split(
       "tokenize --no-special --model " + model + " --input " + corpus.string(), dir().string());
   ASSERT_EQ(enc.exit_code, 0) << enc.errors;
-  const std::vector<json> got = parse_lines(enc.output);
+  const std::vector<json> got = testing_support::parse_jsonl(enc.output);
   ASSERT_EQ(got.size(), want.size());
   size_t differing = 0;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -96,7 +81,7 @@ TEST_P(CorpusSlice, IdsDroppedBytesAndDecodeMatchTheReference) {
   const auto dec = testing_support::run_h2oflex_split(
       "tokenize --decode --model " + model + " --input " + ids.string(), dir().string());
   ASSERT_EQ(dec.exit_code, 0) << dec.errors;
-  const std::vector<json> text = parse_lines(dec.output);
+  const std::vector<json> text = testing_support::parse_jsonl(dec.output);
   ASSERT_EQ(text.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_EQ(text[i]["text"], want[i].value("text", texts[i]["text"]))

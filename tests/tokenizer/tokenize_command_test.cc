@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/json_lines.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
@@ -22,14 +23,6 @@ using nlohmann::json;
 using testing_support::run_h2oflex_split;
 
 const fs::path kFixture = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/tokenizer-smollm2";
-
-std::vector<json> parse_lines(const std::string& text) {
-  std::vector<json> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(json::parse(line));
-  return out;
-}
 
 // The fixture's encode records: HF's ids (the template adds nothing for this kind) and dropped
 // bytes counted from HF's tokens.
@@ -66,7 +59,7 @@ TEST_F(TokenizeCommand, IdsAndDroppedBytesMatchTheReferenceLineByLine) {
   }
   const auto r = tokenize("--input " + write("in.jsonl", input).string());
   ASSERT_EQ(r.exit_code, 0) << r.errors;
-  const std::vector<json> lines = parse_lines(r.output);
+  const std::vector<json> lines = testing_support::parse_jsonl(r.output);
   ASSERT_EQ(lines.size(), records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     EXPECT_EQ(lines[i]["ids"], records[i]["ids"]) << records[i]["text"].dump();
@@ -90,8 +83,8 @@ TEST_F(TokenizeCommand, DecodeGivesTheReferenceText) {
   ASSERT_EQ(kept.exit_code, 0) << kept.errors;
   const auto skipped = tokenize("--decode --no-special --input " + in.string());
   ASSERT_EQ(skipped.exit_code, 0) << skipped.errors;
-  const std::vector<json> kept_lines = parse_lines(kept.output);
-  const std::vector<json> skipped_lines = parse_lines(skipped.output);
+  const std::vector<json> kept_lines = testing_support::parse_jsonl(kept.output);
+  const std::vector<json> skipped_lines = testing_support::parse_jsonl(skipped.output);
   ASSERT_EQ(kept_lines.size(), records.size());
   ASSERT_EQ(skipped_lines.size(), records.size());
   for (size_t i = 0; i < records.size(); ++i) {
@@ -107,17 +100,18 @@ TEST_F(TokenizeCommand, EncodeOutputDecodesAsItIsAndBlankLinesAreSkipped) {
                             "{\"text\": \"<|im_start|>hi\"}\n");
   const auto enc = tokenize("--input " + in.string());
   ASSERT_EQ(enc.exit_code, 0) << enc.errors;
-  const std::vector<json> lines = parse_lines(enc.output);
+  const std::vector<json> lines = testing_support::parse_jsonl(enc.output);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0]["dropped_bytes"], 1);
   EXPECT_FALSE(lines[1].contains("dropped_bytes"));
   const auto dec = tokenize("--decode --input " + write("ids.jsonl", enc.output).string());
   ASSERT_EQ(dec.exit_code, 0) << dec.errors;
-  EXPECT_EQ(parse_lines(dec.output),
+  EXPECT_EQ(testing_support::parse_jsonl(dec.output),
             (std::vector<json>{{{"text", "ab"}}, {{"text", "<|im_start|>hi"}}}));
   const auto plain =
       tokenize("--decode --no-special --input " + write("ids2.jsonl", enc.output).string());
-  EXPECT_EQ(parse_lines(plain.output), (std::vector<json>{{{"text", "ab"}}, {{"text", "hi"}}}));
+  EXPECT_EQ(testing_support::parse_jsonl(plain.output),
+            (std::vector<json>{{{"text", "ab"}}, {{"text", "hi"}}}));
 }
 
 TEST_F(TokenizeCommand, NoSpecialLeavesOutWhatTheModelPutsAroundAText) {
@@ -131,8 +125,8 @@ TEST_F(TokenizeCommand, NoSpecialLeavesOutWhatTheModelPutsAroundAText) {
       dir().string());
   ASSERT_EQ(with.exit_code, 0) << with.errors;
   ASSERT_EQ(without.exit_code, 0) << without.errors;
-  std::vector<int> ids = parse_lines(with.output).at(0)["ids"];
-  const std::vector<int> plain = parse_lines(without.output).at(0)["ids"];
+  std::vector<int> ids = testing_support::parse_jsonl(with.output).at(0)["ids"];
+  const std::vector<int> plain = testing_support::parse_jsonl(without.output).at(0)["ids"];
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(ids.front(), 1);
   ids.erase(ids.begin());
