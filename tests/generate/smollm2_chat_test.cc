@@ -38,7 +38,8 @@ TEST_F(SmolLM2Chat, PromptIdsEqualApplyChatTemplates) {
   const BpeTokenizer tokenizer = load_tokenizer(model);  // as generate loads it
   const auto chat = chat_template::load_model_chat_template(model);
   ASSERT_TRUE(chat) << model << " has no chat template";
-  for (const json& c : chat_fixture()["cases"]) {
+  const json fixture = chat_fixture();  // held: the loop reads into it
+  for (const json& c : fixture["cases"]) {
     const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(c["messages"].dump());
     const std::string text = chat->render(chat_template::value_from_json(messages), true);
     EXPECT_EQ(tokenizer.encode(text, /*add_bos=*/false),
