@@ -142,8 +142,8 @@ def main():
         "// clang-format on",
         "const size_t kCanonicalDecompositionsCount =",
         "    sizeof(kCanonicalDecompositions) / sizeof(kCanonicalDecompositions[0]);",
-        "const size_t kCombiningClassRunsCount = sizeof(kCombiningClassRuns) / "
-        "sizeof(kCombiningClassRuns[0]);",
+        "const size_t kCombiningClassRunsCount =",
+        "    sizeof(kCombiningClassRuns) / sizeof(kCombiningClassRuns[0]);",
         "",
         "}  // namespace h2oflex::tokenizer::tables",
         "",
