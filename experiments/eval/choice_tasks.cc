@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <unordered_map>
 
 #include "experiments/generate/json_line.h"
@@ -34,8 +35,10 @@ std::string parse_task(const std::string& text, ChoiceTask& t) {
     }
   }
   for (const auto& [key, value] : j.items()) {
-    if (key != "id" && key != "context" && key != "choices" && key != "answer") {
-      return "unknown field '" + key + "' (a task has id, context, choices, answer)";
+    if (key != "id" && key != "context" && key != "choices" && key != "answer" &&
+        key != "question" && key != "group") {
+      return "unknown field '" + key +
+             "' (a task has id, context, choices, answer; optionally question, group)";
     }
   }
   for (const char* key : {"id", "context", "choices", "answer"}) {
@@ -43,6 +46,11 @@ std::string parse_task(const std::string& text, ChoiceTask& t) {
   }
   if (!j["context"].is_string()) return "'context' must be a string";
   t.context = j["context"].get<std::string>();
+  for (auto [key, field] : {std::pair{"question", &t.question}, std::pair{"group", &t.group}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_string()) return std::string("'") + key + "' must be a string";
+    *field = j[key].get<std::string>();
+  }
   if (!j["choices"].is_array()) return "'choices' must be a list of strings";
   if (j["choices"].empty()) return "'choices' is empty";
   for (size_t i = 0; i < j["choices"].size(); ++i) {
@@ -60,37 +68,69 @@ std::string parse_task(const std::string& text, ChoiceTask& t) {
   return "";
 }
 
-// The scored sequences of a task, one per choice (BOS, context, choice), or why it has none.
-// `dropped_bytes`, when given, gains the bytes of each choice's text the vocabulary cannot spell.
+// The scored sequences of a task, or why it has none: one per choice (BOS, context, question,
+// choice), or one in all when every choice is one token after the same prefix (the others then
+// in its last_alternatives). `tokens` gets each choice's continuation tokens; `dropped_bytes`,
+// when given, gains the bytes of each text the vocabulary cannot spell.
 std::string task_sequences(const ChoiceTask& t, const BpeTokenizer& tokenizer, int32_t bos,
                            std::vector<ScoredSequence>& seqs, std::vector<int>& tokens,
                            size_t* dropped_bytes = nullptr) {
   // lm-eval-harness: "Question: x " + "y" is scored as "Question: x" + " y".
-  const size_t kept = t.context.find_last_not_of(" \t\n\r");
-  const std::string context = kept == std::string::npos ? "" : t.context.substr(0, kept + 1);
-  const std::string spaces = t.context.substr(context.size());
-  const std::vector<int32_t> ctx = tokenizer.encode(context, /*add_bos=*/false);
+  const std::string head = t.context + t.question;
+  const size_t kept = head.find_last_not_of(" \t\n\r");
+  const std::string prefix = kept == std::string::npos ? "" : head.substr(0, kept + 1);
+  const std::string spaces = head.substr(prefix.size());
+  const std::vector<int32_t> ctx = tokenizer.encode(prefix, /*add_bos=*/false);
+  // Where the context ends among the prefix's tokens: as many leading tokens as the context
+  // alone shares with it (a merge across the boundary counts for the question).
+  size_t context_end = 0;
+  if (!t.question.empty()) {
+    const std::vector<int32_t> alone = tokenizer.encode(t.context, false);
+    while (context_end < alone.size() && context_end < ctx.size() &&
+           alone[context_end] == ctx[context_end]) {
+      ++context_end;
+    }
+    context_end = std::max<size_t>(context_end, 1);
+  }
+  std::vector<std::vector<int32_t>> wholes;
   for (size_t c = 0; c < t.choices.size(); ++c) {
     size_t dropped = 0;
-    const std::vector<int32_t> whole =
-        tokenizer.encode(context + spaces + t.choices[c], false, &dropped);
+    wholes.push_back(tokenizer.encode(prefix + spaces + t.choices[c], false, &dropped));
     if (dropped_bytes != nullptr) *dropped_bytes += dropped;
     // As lm-eval-harness: the continuation is what the whole text has beyond the context's
     // token count, even where a merge crosses the boundary.
-    if (whole.size() <= ctx.size()) {
+    if (wholes.back().size() <= ctx.size()) {
       return detail::concat("choice ", c, " adds no tokens to the context's");
+    }
+    tokens.push_back(static_cast<int>(wholes.back().size() - ctx.size()));
+  }
+  const bool one_token_each = std::all_of(wholes.begin(), wholes.end(), [&](const auto& w) {
+    return w.size() == ctx.size() + 1 && std::equal(ctx.begin(), ctx.end(), w.begin());
+  });
+  for (size_t c = 0; c < wholes.size(); ++c) {
+    if (one_token_each && c > 0) {
+      seqs.back().last_alternatives.push_back(wholes[c].back());
+      continue;
     }
     ScoredSequence s;
     s.ids.push_back(bos);
-    s.ids.insert(s.ids.end(), whole.begin(), whole.end());
+    s.ids.insert(s.ids.end(), wholes[c].begin(), wholes[c].end());
     s.first_scored = 1 + ctx.size();
-    tokens.push_back(static_cast<int>(whole.size() - ctx.size()));
+    s.context_end = context_end == 0 ? 0 : 1 + context_end;
     seqs.push_back(std::move(s));
   }
   return "";
 }
 
 }  // namespace
+
+nlohmann::ordered_json groups_json(const std::vector<GroupAccuracy>& groups) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const GroupAccuracy& g : groups) {
+    j[g.group] = {{"acc", g.acc}, {"acc_norm", g.acc_norm}, {"n", g.n}};
+  }
+  return j;
+}
 
 size_t utf8_length(const std::string& s) {
   return static_cast<size_t>(std::count_if(
@@ -154,27 +194,39 @@ ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeT
                                 int32_t bos, const policy::KvPolicy& kv,
                                 generate::BlockEngine& engine, ContextReading reading) {
   std::vector<ScoredSequence> seqs;
+  std::vector<size_t> first_seq;  // per task: its first sequence
   ChoiceResult r;
   for (const ChoiceTask& t : tasks) {
     TaskScore score;
-    const size_t first = seqs.size();
+    first_seq.push_back(seqs.size());
     const std::string reason =
         task_sequences(t, tokenizer, bos, seqs, score.tokens, &r.dropped_bytes);
     H2OFLEX_INPUT_CHECK(reason.empty(), "task '", t.id, "' (line ", t.line, "): ", reason);
-    for (size_t i = first; i < seqs.size(); ++i)
+    for (size_t i = first_seq.back(); i < seqs.size(); ++i)
       r.longest = std::max(r.longest, seqs[i].ids.size());
+    r.single_token_tasks += seqs.size() - first_seq.back() == 1 && t.choices.size() > 1;
     r.scores.push_back(std::move(score));
   }
+  r.sequences = seqs.size();
   const std::vector<SequenceScore> scored = score_sequences(seqs, kv, engine, reading);
-  size_t next = 0;
+  for (const SequenceScore& s : scored) r.rules.push_back(s.rule);
   int correct = 0, correct_norm = 0;
+  std::map<std::string, size_t> group_index;
   for (size_t i = 0; i < tasks.size(); ++i) {
     TaskScore& s = r.scores[i];
+    const size_t first = first_seq[i];
+    const bool shared =
+        i + 1 < tasks.size() ? first_seq[i + 1] - first == 1 : seqs.size() - first == 1;
     double best = -INFINITY, best_norm = -INFINITY;
-    for (size_t c = 0; c < tasks[i].choices.size(); ++c, ++next) {
+    for (size_t c = 0; c < tasks[i].choices.size(); ++c) {
+      // One sequence per choice, or the choices of a one-token task at the shared position.
+      const SequenceScore& from = scored[shared ? first : first + c];
       double ll = 0;
-      for (double x : scored[next].nll) ll -= x;
-      r.rules.push_back(scored[next].rule);
+      if (shared && c > 0) {
+        ll = -from.last_alternatives[c - 1];
+      } else {
+        for (double x : from.nll) ll -= x;
+      }
       s.loglik.push_back(ll);
       const double norm = ll / static_cast<double>(utf8_length(tasks[i].choices[c]));
       if (ll > best) best = ll, s.pred = static_cast<int>(c);
@@ -182,7 +234,16 @@ ChoiceResult score_choice_tasks(const std::vector<ChoiceTask>& tasks, const BpeT
     }
     correct += s.pred == tasks[i].answer;
     correct_norm += s.pred_norm == tasks[i].answer;
+    if (!tasks[i].group.empty()) {
+      auto [it, added] = group_index.emplace(tasks[i].group, r.groups.size());
+      if (added) r.groups.push_back({tasks[i].group});
+      GroupAccuracy& g = r.groups[it->second];
+      ++g.n;
+      g.acc += s.pred == tasks[i].answer;
+      g.acc_norm += s.pred_norm == tasks[i].answer;
+    }
   }
+  for (GroupAccuracy& g : r.groups) g.acc /= g.n, g.acc_norm /= g.n;
   const double n = static_cast<double>(tasks.size());
   r.acc = tasks.empty() ? 0 : correct / n;
   r.acc_norm = tasks.empty() ? 0 : correct_norm / n;

@@ -19,8 +19,9 @@ void add_common(CLI::App* cmd, EvalOptions& o) {
   cmd->add_option("--json", o.json_out, "write the result document here");
   cmd->add_option("--context", o.context,
                   "how the unscored context is read: stream (token by token from the BOS, the "
-                  "policy acting at every step; default) or prefill (one prompt, the policy "
-                  "selecting at its end; needed by snapkv)");
+                  "policy acting at every step; default), prefill (one prompt, the policy "
+                  "selecting at its end; needed by snapkv) or prefill-context (choice tasks: "
+                  "the context one prompt, a task's question then token by token)");
 }
 
 }  // namespace
@@ -28,7 +29,7 @@ void add_common(CLI::App* cmd, EvalOptions& o) {
 int EvalCli::run(const EvalOptions& options) const {
   if (perplexity->parsed()) return run_eval_perplexity(options);
   if (choice->parsed()) return run_eval_choice(options);
-  if (suite->parsed()) return eval::run_quality_suite(suite_path, suite_out);
+  if (suite->parsed()) return eval::run_quality_suite(suite_path, suite_out, suite_model);
   return -1;
 }
 
@@ -60,6 +61,9 @@ void add_eval_subcommand(CLI::App& app, EvalOptions& o, EvalCli& cli) {
       "suite", "the quality table: every policy at every budget on every task of a suite");
   cli.suite->add_option("suite", cli.suite_path, "quality suite YAML")->required();
   cli.suite->add_option("--out", cli.suite_out, "output directory")->required();
+  cli.suite->add_option("--model", cli.suite_model,
+                        "model directory; replaces the suite's model (required when the suite "
+                        "names none)");
 }
 
 }  // namespace h2oflex

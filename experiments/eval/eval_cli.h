@@ -11,7 +11,7 @@ struct EvalCli {
   CLI::App* perplexity = nullptr;
   CLI::App* choice = nullptr;
   CLI::App* suite = nullptr;
-  std::string suite_path, suite_out;
+  std::string suite_path, suite_out, suite_model;
   // After parsing: runs the mode that was parsed; -1 when `eval` was not.
   int run(const EvalOptions& options) const;
 };

@@ -182,6 +182,9 @@ int run_eval_choice(const EvalOptions& o) {
   std::printf("acc %.4f  acc_norm %.4f  n %zu  skipped %zu%s  kv %s\n", r.acc, r.acc_norm,
               parsed.tasks.size(), parsed.errors.size(), dropped_note(r.dropped_bytes).c_str(),
               s.config.kv_policy.summary().c_str());
+  for (const eval::GroupAccuracy& g : r.groups) {
+    std::printf("  %s: acc %.4f  acc_norm %.4f  n %d\n", g.group.c_str(), g.acc, g.acc_norm, g.n);
+  }
   nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
   for (size_t i = 0; i < parsed.tasks.size(); ++i) {
     const eval::TaskScore& t = r.scores[i];
@@ -198,6 +201,8 @@ int run_eval_choice(const EvalOptions& o) {
   j["n"] = parsed.tasks.size();
   j["rejected"] = parsed.errors.size();
   if (r.dropped_bytes > 0) j["dropped_bytes"] = r.dropped_bytes;
+  if (!r.groups.empty()) j["groups"] = eval::groups_json(r.groups);
+  j["sequences"] = r.sequences;
   j["kv"] = kv_json(s.config.kv_policy, r.rules, r.longest);
   j["eval_s"] = eval_s;
   j["tasks"] = tasks;

@@ -30,14 +30,19 @@ EvalSetup::EvalSetup(RunConfig c, const std::string& command)
   std::fprintf(stderr, "%s: %s\n", command.c_str(), engine->describe().c_str());
 }
 
+bool is_context_reading(const std::string& context) {
+  return context == "stream" || context == "prefill" || context == "prefill-context";
+}
+
 ContextReading context_reading(const std::string& context, const policy::KvPolicy& kv) {
-  H2OFLEX_INPUT_CHECK(context == "stream" || context == "prefill", "--context '", context,
-                      "': expected stream or prefill");
-  const bool prefill = context == "prefill";
-  H2OFLEX_INPUT_CHECK(prefill || !kv.resolve(2, 0).prefill_only, "kv policy '", kv.policy,
+  H2OFLEX_INPUT_CHECK(is_context_reading(context), "--context '", context, "': expected ",
+                      kContextReadings);
+  const bool stream = context == "stream";
+  H2OFLEX_INPUT_CHECK(!stream || !kv.resolve(2, 0).prefill_only, "kv policy '", kv.policy,
                       "' selects only at a prefill; streamed token by token it would keep "
                       "everything: use --context prefill");
-  return prefill ? ContextReading::Prefill : ContextReading::Stream;
+  if (stream) return ContextReading::Stream;
+  return context == "prefill" ? ContextReading::Prefill : ContextReading::PrefillContext;
 }
 
 std::string read_text_file(const std::string& path, const std::string& flag) {

@@ -30,8 +30,12 @@ struct EvalSetup {
   EvalSetup(RunConfig config, const std::string& command);
 };
 
-// `context` as --context writes it ("stream" | "prefill"); InputError for another value, or for
-// streaming a policy that selects only at a prefill (it would keep everything).
+// The names of the context readings, as --context and a suite's `context:` write them.
+constexpr const char* kContextReadings = "stream, prefill or prefill-context";
+bool is_context_reading(const std::string& context);
+
+// `context` as --context writes it; InputError for another value, or for streaming a policy that
+// selects only at a prefill (it would keep everything).
 ContextReading context_reading(const std::string& context, const policy::KvPolicy& kv);
 
 // The whole file; InputError naming `flag` when it cannot be read.

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -35,6 +36,8 @@ constexpr const char* kTableCsv = "table.csv";
 constexpr const char* kResultsJson = "results.json";
 constexpr const char* kPlotPy = "quality_plot.py";
 constexpr const char* kPlotPng = "quality.png";
+constexpr const char* kGroupPlotPy = "groups_plot.py";
+constexpr const char* kGroupPlotPng = "groups.png";
 
 std::string resolve(const std::string& suite_path, const std::string& p) {
   const fs::path path(p);
@@ -80,6 +83,42 @@ fig.tight_layout(rect=(0, 0, 0.88, 1))
 fig.savefig(sys.argv[2], dpi=110)
 )PY";
 
+// The group plot: accuracy per group (in the task's order) for the chosen policies.
+constexpr const char* kGroupPlot =
+    R"PY(# Redraws groups.png from results.json: python3 groups_plot.py results.json groups.png
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+doc = json.load(open(sys.argv[1]))
+plot = doc["group_plot"]
+fig, axes = plt.subplots(1, len(plot["tasks"]), figsize=(5.2 * len(plot["tasks"]), 4.0),
+                         squeeze=False)
+for ax, task in zip(axes[0], plot["tasks"]):
+    groups = None
+    for pol in plot["policies"]:
+        cells = [c for c in doc["cells"] if c["policy"] == pol and c["task"] == task
+                 and "groups" in c
+                 and (c["budget"] is None or abs(c["budget"] - plot["budget"]) < 1e-9)]
+        if not cells:
+            continue
+        g = cells[0]["groups"]
+        groups = groups or list(g)
+        style = "--" if cells[0]["budget"] is None else "-"
+        ax.plot(range(len(groups)), [g[k]["acc"] for k in groups], style, marker="o", label=pol)
+    if groups:
+        ax.set_xticks(range(len(groups)), groups, rotation=45, ha="right", fontsize=8)
+    ax.axhline(plot["chance"][task], color="grey", linestyle=":", label="chance")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f'{task}: KV budget {100 * plot["budget"]:.0f}%', fontsize=9)
+    ax.legend(fontsize=8)
+fig.suptitle(doc["suite"] + ": " + doc["model"].rstrip("/").split("/")[-1], fontsize=10)
+fig.tight_layout()
+fig.savefig(sys.argv[2], dpi=110)
+)PY";
+
 std::string fmt(double v, int digits = 3) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
@@ -100,16 +139,15 @@ policy::KvPolicy quality_kv(const QualityPolicy& p, double budget) {
 QualitySuite load_quality_suite(const std::string& path) {
   const YAML::Node root = policy::load_yaml_file(path, "quality suite");
   const std::string at = path + ": ";
-  require_mapping(
-      root, path,
-      {"suite", "description", "model", "config", "variants", "budgets", "tasks", "policies"});
+  require_mapping(root, path,
+                  {"suite", "description", "model", "config", "variants", "budgets", "tasks",
+                   "policies", "group_plot"});
   QualitySuite s;
   s.path = path;
   H2OFLEX_INPUT_CHECK(root["suite"], at, "suite: (its name) is required");
   s.name = read_string(root["suite"], at + "suite");
   if (root["description"]) s.description = read_string(root["description"], at + "description");
-  H2OFLEX_INPUT_CHECK(root["model"], at, "model: (a model directory) is required");
-  s.model = resolve(path, read_string(root["model"], at + "model"));
+  if (root["model"]) s.model = resolve(path, read_string(root["model"], at + "model"));
   s.config = root["config"] ? YAML::Clone(root["config"]) : YAML::Node(YAML::NodeType::Map);
   if (root["config"]) require_mapping(s.config, at + "config");
   H2OFLEX_INPUT_CHECK(!s.config["model"] && !s.config["kv"], at,
@@ -149,7 +187,8 @@ QualitySuite load_quality_suite(const std::string& path) {
   for (size_t i = 0; i < root["tasks"].size(); ++i) {
     const YAML::Node t = root["tasks"][i];
     const std::string key = at + "tasks[" + std::to_string(i) + "]";
-    require_mapping(t, key, {"name", "perplexity", "choice", "window", "stride", "context"});
+    require_mapping(t, key,
+                    {"name", "perplexity", "choice", "window", "stride", "tokens", "context"});
     QualityTask q;
     H2OFLEX_INPUT_CHECK(t["name"], key, ".name is required");
     q.name = read_string(t["name"], key_path(key, "name"));
@@ -161,16 +200,21 @@ QualitySuite load_quality_suite(const std::string& path) {
     H2OFLEX_INPUT_CHECK(fs::is_regular_file(q.input),
                         key_path(key, q.perplexity ? "perplexity" : "choice"), ": '", q.input,
                         "' does not exist or is not a file");
-    H2OFLEX_INPUT_CHECK(q.perplexity || (!t["window"] && !t["stride"]), key,
-                        ": window and stride are for perplexity tasks");
+    H2OFLEX_INPUT_CHECK(q.perplexity || (!t["window"] && !t["stride"] && !t["tokens"]), key,
+                        ": window, stride and tokens are for perplexity tasks");
+    if (t["tokens"]) {
+      q.tokens = read_int(t["tokens"], key_path(key, "tokens"));
+      H2OFLEX_INPUT_CHECK(*q.tokens >= 1, key_path(key, "tokens"), ": ", *q.tokens,
+                          " must be at least 1");
+    }
     if (t["window"]) q.window = read_int(t["window"], key_path(key, "window"));
     if (t["stride"]) q.stride = read_int(t["stride"], key_path(key, "stride"));
     // The model's context bounds the window once it is loaded; the rest is checked here.
     resolve_window_shape(q.window, q.stride, std::numeric_limits<int>::max(),
                          key_path(key, "window"), key_path(key, "stride"));
     if (t["context"]) q.context = read_string(t["context"], key_path(key, "context"));
-    H2OFLEX_INPUT_CHECK(q.context == "stream" || q.context == "prefill", key_path(key, "context"),
-                        ": '", q.context, "' is not stream or prefill");
+    H2OFLEX_INPUT_CHECK(is_context_reading(q.context), key_path(key, "context"), ": '", q.context,
+                        "' is not ", kContextReadings);
     s.tasks.push_back(q);
   }
   H2OFLEX_INPUT_CHECK(
@@ -199,7 +243,44 @@ QualitySuite load_quality_suite(const std::string& path) {
         key, ": heavy + recent are shares of the budget: >= 0, recent > 0, sum 1");
     // Checks the policy once, at the smallest budget, so a bad row fails before any work.
     quality_kv(q, s.budgets.front());
+    for (const QualityPolicy& other : s.policies) {
+      H2OFLEX_INPUT_CHECK(other.label != q.label, key_path(key, "label"), ": '", q.label,
+                          "' is already another policy's; labels must be unique");
+    }
     s.policies.push_back(q);
+  }
+  if (const YAML::Node g = root["group_plot"]) {
+    const std::string key = at + "group_plot";
+    require_mapping(g, key, {"tasks", "budget", "policies"});
+    H2OFLEX_INPUT_CHECK(g["tasks"] && g["budget"] && g["policies"], key,
+                        ": tasks, budget and policies are required");
+    GroupPlot plot;
+    H2OFLEX_INPUT_CHECK(g["tasks"].IsSequence() && g["tasks"].size() > 0, key_path(key, "tasks"),
+                        ": a non-empty list of choice task names");
+    for (size_t i = 0; i < g["tasks"].size(); ++i) {
+      const std::string k = key_path(key, "tasks") + "[" + std::to_string(i) + "]";
+      const std::string name = read_string(g["tasks"][i], k);
+      H2OFLEX_INPUT_CHECK(
+          std::any_of(s.tasks.begin(), s.tasks.end(),
+                      [&](const QualityTask& t) { return t.name == name && !t.perplexity; }),
+          k, ": '", name, "' is not a choice task of this suite");
+      plot.tasks.push_back(name);
+    }
+    plot.budget = read_double(g["budget"], key_path(key, "budget"));
+    H2OFLEX_INPUT_CHECK(
+        std::find(s.budgets.begin(), s.budgets.end(), plot.budget) != s.budgets.end(),
+        key_path(key, "budget"), ": ", plot.budget, " is not one of budgets:");
+    H2OFLEX_INPUT_CHECK(g["policies"].IsSequence() && g["policies"].size() > 0,
+                        key_path(key, "policies"), ": a non-empty list of policy labels");
+    for (size_t i = 0; i < g["policies"].size(); ++i) {
+      const std::string k = key_path(key, "policies") + "[" + std::to_string(i) + "]";
+      const std::string label = read_string(g["policies"][i], k);
+      H2OFLEX_INPUT_CHECK(std::any_of(s.policies.begin(), s.policies.end(),
+                                      [&](const QualityPolicy& p) { return p.label == label; }),
+                          k, ": '", label, "' is not a policy label of this suite");
+      plot.policies.push_back(label);
+    }
+    s.group_plot = plot;
   }
   return s;
 }
@@ -226,14 +307,20 @@ std::vector<NamedPath> quality_suite_inputs(const QualitySuite& suite) {
 
 }  // namespace
 
-int run_quality_suite(const std::string& suite_path, const std::string& out_dir) {
+int run_quality_suite(const std::string& suite_path, const std::string& out_dir,
+                      const std::string& model_dir) {
   H2OFLEX_INPUT_CHECK(!out_dir.empty(), "eval suite: --out DIR is required");
-  const QualitySuite suite = load_quality_suite(suite_path);
+  QualitySuite suite = load_quality_suite(suite_path);
+  if (!model_dir.empty()) suite.model = model_dir;
+  H2OFLEX_INPUT_CHECK(!suite.model.empty(), suite_path,
+                      ": the suite names no model: give one with --model DIR");
   // Before any cell runs: no file written into --out may be one the suite reads.
   OutputDirectory made(out_dir, "--out");
   check_output_paths(
       quality_suite_inputs(suite),
-      files_in(out_dir, {kTableMd, kTableCsv, kResultsJson, kPlotPy, kPlotPng}, "--out"));
+      files_in(out_dir,
+               {kTableMd, kTableCsv, kResultsJson, kPlotPy, kPlotPng, kGroupPlotPy, kGroupPlotPng},
+               "--out"));
 
   // Inputs read once (with the first variant's tokenizer; variants share the model).
   std::vector<std::vector<int32_t>> texts(suite.tasks.size());
@@ -258,6 +345,9 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
         if (task.perplexity) {
           texts[t] = s.tokenizer.encode(read_text_file(task.input, task.name), false);
           H2OFLEX_INPUT_CHECK(!texts[t].empty(), task.input, ": the text has no tokens");
+          if (task.tokens && static_cast<size_t>(*task.tokens) < texts[t].size()) {
+            texts[t].resize(static_cast<size_t>(*task.tokens));
+          }
         } else {
           choices[t] = read_choice_tasks(task.input);
           choices[t].tasks = scorable_tasks(std::move(choices[t].tasks), s.tokenizer, s.bos,
@@ -306,6 +396,8 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
             c["acc"] = r.acc;
             c["acc_norm"] = r.acc_norm;
             c["n"] = choices[t].tasks.size();
+            c["sequences"] = r.sequences;
+            if (!r.groups.empty()) c["groups"] = groups_json(r.groups);
           }
           c["eval_s"] = watch.elapsed();
           std::fprintf(stderr, "eval suite: %s%s on %s: %s (%.1f s)\n", label.c_str(),
@@ -375,6 +467,37 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
     }
     md << "\n";
   }
+  // Per-group accuracy of each choice task that has groups: one table per task.
+  for (size_t t = 0; t < suite.tasks.size(); ++t) {
+    std::vector<std::string> groups;
+    for (const auto& c : cells) {
+      if (c["task"] == suite.tasks[t].name && c.contains("groups")) {
+        for (const auto& g : c["groups"].items()) groups.push_back(g.key());
+        break;
+      }
+    }
+    if (groups.empty()) continue;
+    md << "\n## " << suite.tasks[t].name << ": acc by group\n\n| policy | budget |";
+    for (const std::string& g : groups) md << " " << g << " |";
+    md << "\n|---|---|";
+    for (size_t i = 0; i < groups.size(); ++i) md << "---|";
+    md << "\n";
+    for (const auto& c : cells) {
+      if (c["task"] != suite.tasks[t].name) continue;
+      md << "| " << c["policy"].get<std::string>() << " | "
+         << (c["budget"].is_null() ? std::string("—")
+                                   : fmt(100 * c["budget"].get<double>(), 0) + "%")
+         << " |";
+      for (const std::string& g : groups) {
+        md << " "
+           << (c.contains("groups") && c["groups"].contains(g)
+                   ? fmt(c["groups"][g]["acc"].get<double>(), 2)
+                   : std::string("n/a"))
+           << " |";
+      }
+      md << "\n";
+    }
+  }
   nlohmann::ordered_json doc;
   doc["suite"] = suite.name;
   doc["model"] = suite.model;
@@ -391,6 +514,20 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   doc["tasks"] = tasks;
   doc["policies"] = labels;
   doc["cells"] = cells;
+  if (suite.group_plot) {
+    // Chance: the mean over a task's items of 1 / its choices.
+    nlohmann::ordered_json chance = nlohmann::ordered_json::object();
+    for (size_t t = 0; t < suite.tasks.size(); ++t) {
+      if (suite.tasks[t].perplexity) continue;
+      double sum = 0;
+      for (const ChoiceTask& c : choices[t].tasks) sum += 1.0 / c.choices.size();
+      chance[suite.tasks[t].name] = sum / std::max<size_t>(1, choices[t].tasks.size());
+    }
+    doc["group_plot"] = {{"tasks", suite.group_plot->tasks},
+                         {"budget", suite.group_plot->budget},
+                         {"policies", suite.group_plot->policies},
+                         {"chance", chance}};
+  }
   made.keep();
   const fs::path out(out_dir);
   write_file_atomically((out / kTableMd).string(), md.str());
@@ -400,8 +537,19 @@ int run_quality_suite(const std::string& suite_path, const std::string& out_dir)
   const std::string why =
       write_plot_with(kQualityPlot, kPlotPy, json_path, (out / kPlotPng).string());
   if (!why.empty()) std::fprintf(stderr, "eval suite: no plot: %s\n", why.c_str());
+  std::string plots = why.empty() ? std::string(",") + kPlotPng : "";
+  if (suite.group_plot) {
+    const std::string no_group_plot =
+        write_plot_with(kGroupPlot, kGroupPlotPy, json_path, (out / kGroupPlotPng).string());
+    if (!no_group_plot.empty()) {
+      std::fprintf(stderr, "eval suite: no group plot: %s\n", no_group_plot.c_str());
+    } else {
+      plots += std::string(",") + kGroupPlotPng;
+    }
+  }
   std::fprintf(stderr, "eval suite: wrote %s/{%s,%s,%s%s}\n", out_dir.c_str(), kTableMd, kTableCsv,
-               kResultsJson, why.empty() ? (std::string(",") + kPlotPng).c_str() : "");
+               kResultsJson, plots.c_str());
+
   std::fputs(md.str().c_str(), stdout);
   return 0;
 }

@@ -5,6 +5,7 @@
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
 #include "experiments/memory_check.h"
+#include "runtime/ops/compute_choice.h"
 #include "runtime/dist/job_device_link.h"
 #include "runtime/dist/transport.h"
 
@@ -42,7 +43,8 @@ int BlockEngine::block_size() const {
 }
 
 std::string BlockEngine::describe() const {
-  const std::string where = std::string(" on ") + pipeline_device_name(device_);
+  const std::string where = std::string(" on ") + pipeline_device_name(device_) + ", compute " +
+                            std::string(ops::compute_type_name(compute_));
   return policy_ ? "pipeline, policy " + policy_->summary() + where
                  : detail::concat("in memory, batch ", config_.batch_size, where);
 }

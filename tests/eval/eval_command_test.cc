@@ -212,6 +212,74 @@ TEST_F(EvalCommandTest, ChoiceScoresFollowLmEvalHarness) {
   EXPECT_EQ(t[2]["tokens"][1], whole.size() - ctx.size());
 }
 
+// A task whose choices are one token each is one scored sequence, with the same log-likelihoods
+// as a sequence per choice; a question is scored as part of the text before the choices; each
+// group's accuracy counts its own tasks.
+TEST_F(EvalCommandTest, OneTokenChoicesQuestionsAndGroups) {
+  const BpeTokenizer& tok = demo_tokenizer();
+  const std::string context = "Every morning she counted the";
+  const std::vector<std::string> words = {" house", " value", " company"};
+  const std::vector<int32_t> ctx = tok.encode(context, false);
+  for (const std::string& w : words) {
+    ASSERT_EQ(tok.encode(context + w, false).size(), ctx.size() + 1) << w << " is not one token";
+  }
+  write_text(
+      dir() / "tasks.jsonl",
+      R"({"id": "one", "context": "Every morning she counted the", "choices": [" house", " value", " company"], "answer": 0, "group": "g1"})"
+      "\n"
+      R"({"id": "asked", "context": "Every morning she", "question": " counted the", "choices": [" house", " value", " company"], "answer": 1, "group": "g2"})"
+      "\n"
+      R"({"id": "multi", "context": "Every evening she wrote", "choices": [" the numbers", " a song"], "answer": 1, "group": "g1"})"
+      "\n");
+  EvalOptions o = options("tasks.jsonl", "c.json");
+  o.context = "prefill";
+  ASSERT_EQ(run_eval_choice(o), 0);
+  const json j = result("c.json");
+  EXPECT_EQ(j["sequences"], 1 + 1 + 2);
+  const json& t = j["tasks"];
+  // context + question is the text before the choices: the same scores as the plain task.
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(t[1]["loglik"][c].get<double>(), t[0]["loglik"][c].get<double>(),
+                1e-6 * std::fabs(t[0]["loglik"][c].get<double>()));
+  }
+  // Each choice alone, one sequence each, gives its log-likelihood.
+  RunConfig c;
+  c.model = demo_model_dir().string();
+  c.dummy = false;
+  c.compute_dtype = "f32";
+  c.compute_device = "cpu";
+  c.batch_size = 16;
+  const ModelSource src = open_model_source(c.model, false, 1);
+  generate::BlockEngine engine(c, src);
+  for (int w = 0; w < 3; ++w) {
+    eval::ScoredSequence s;
+    s.ids.push_back(2);
+    const std::vector<int32_t> whole = tok.encode(context + words[w], false);
+    s.ids.insert(s.ids.end(), whole.begin(), whole.end());
+    s.first_scored = 1 + ctx.size();
+    const double ll = -eval::score_sequences({s}, c.kv_policy, engine)[0].nll[0];
+    EXPECT_NEAR(t[0]["loglik"][w].get<double>(), ll, 1e-6 * std::fabs(ll)) << words[w];
+  }
+  // Groups: g1 holds tasks one and multi, g2 task asked.
+  auto correct = [&](int i) { return t[i]["pred"] == t[i]["answer"] ? 1.0 : 0.0; };
+  EXPECT_EQ(j["groups"]["g1"]["n"], 2);
+  EXPECT_DOUBLE_EQ(j["groups"]["g1"]["acc"].get<double>(), (correct(0) + correct(2)) / 2);
+  EXPECT_DOUBLE_EQ(j["groups"]["g2"]["acc"].get<double>(), correct(1));
+  EXPECT_EQ(j["groups"].begin().key(), "g1");  // the order of first appearance
+
+  // A question or group that is not a string is a bad line, reported by name.
+  write_text(
+      dir() / "bad.jsonl",
+      R"({"id": "q", "context": "a", "question": 3, "choices": [" b"], "answer": 0})"
+      "\n"
+      R"({"id": "ok", "context": "Every evening she wrote", "choices": [" a song"], "answer": 0})"
+      "\n");
+  EvalOptions bad = options("bad.jsonl", "bad.json");
+  ASSERT_EQ(run_eval_choice(bad), 0);
+  EXPECT_NE(read_text(dir() / "bad.json.errors.jsonl").find("'question' must be a string"),
+            std::string::npos);
+}
+
 TEST_F(EvalCommandTest, BadTaskLinesAreReportedAndTheRestScored) {
   write_text(dir() / "tasks.jsonl",
              R"({"id": "ok", "context": "A stone", "choices": [" fell", " sang"], "answer": 0})"

@@ -152,6 +152,92 @@ TEST(EvalScoring, PrefilledContextAndSnapKv) {
   EXPECT_EQ(small[0].rule.capacity(24, 16), 4 + 4 + 16);  // the prompt's 8 plus every new token
 }
 
+// Prompts of different lengths whose sequences resolve the policy to the same counts share one
+// block, left-padded: each scores as it does alone (padding is never stored, and H2O's prefill
+// selection sees only the real tokens), while the policy really evicts.
+TEST(EvalScoring, PaddedPromptsInOneBlockScoreAsEachAlone) {
+  auto seqs = random_sequences(7, {40, 40, 40, 40}, 1000);
+  const size_t first[] = {12, 20, 27, 31};
+  for (size_t i = 0; i < seqs.size(); ++i) seqs[i].first_scored = first[i];
+  const RunConfig c = fixture_config("tiny-preln",
+                                     "{policy: h2o, heavy_ratio: 0.1, "
+                                     "recent_ratio: 0.1}");
+  const ModelSource src = open_model_source(c.model, false, 0);
+  RunConfig one_block = c;
+  one_block.batch_size = 4;
+  generate::BlockEngine together(one_block, src);
+  const auto got = score_sequences(seqs, c.kv_policy, together, ContextReading::Prefill);
+  RunConfig single = c;
+  single.batch_size = 1;
+  generate::BlockEngine alone(single, src);
+  const RunConfig full_config = fixture_config("tiny-preln");
+  generate::BlockEngine full_engine(full_config, src);
+  double evicted = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const auto want = score_sequences({seqs[i]}, c.kv_policy, alone, ContextReading::Prefill);
+    const auto full =
+        score_sequences({seqs[i]}, full_config.kv_policy, full_engine, ContextReading::Prefill);
+    ASSERT_EQ(got[i].nll.size(), 40 - first[i]);
+    for (size_t t = 0; t < got[i].nll.size(); ++t) {
+      EXPECT_NEAR(got[i].nll[t], want[0].nll[t], 1e-4) << "sequence " << i << " token " << t;
+      evicted = std::max(evicted, std::fabs(got[i].nll[t] - full[0].nll[t]));
+    }
+  }
+  EXPECT_GT(evicted, 1e-3) << "the budget evicted nothing";
+}
+
+// Reading only the context as a prompt feeds the question token by token after the policy has
+// selected: the scores equal those of the same sequence whose question is scored (prefill of the
+// context, then one token at a time) -- and differ from reading the question in the prompt.
+TEST(EvalScoring, PrefillContextReadsTheQuestionAfterTheSelection) {
+  auto asked = random_sequences(8, {40, 40, 40}, 1000);
+  auto scored_question = asked;
+  for (auto& s : asked) s.first_scored = 32, s.context_end = 20;
+  for (auto& s : scored_question) s.first_scored = 20;
+  const RunConfig c = fixture_config("tiny-preln",
+                                     "{policy: h2o, heavy_ratio: 0.1, "
+                                     "recent_ratio: 0.1}");
+  const ModelSource src = open_model_source(c.model, false, 0);
+  generate::BlockEngine engine(c, src);
+  const auto late = score_sequences(asked, c.kv_policy, engine, ContextReading::PrefillContext);
+  const auto reference =
+      score_sequences(scored_question, c.kv_policy, engine, ContextReading::Prefill);
+  const auto in_prompt = score_sequences(asked, c.kv_policy, engine, ContextReading::Prefill);
+  double diff = 0;
+  for (size_t i = 0; i < asked.size(); ++i) {
+    ASSERT_EQ(late[i].nll.size(), 8u);
+    const std::vector<double> tail(reference[i].nll.end() - 8, reference[i].nll.end());
+    EXPECT_EQ(late[i].nll, tail) << i;
+    for (size_t t = 0; t < 8; ++t)
+      diff = std::max(diff, std::fabs(late[i].nll[t] - in_prompt[i].nll[t]));
+  }
+  EXPECT_GT(diff, 1e-3) << "the question read in the prompt changed nothing";
+}
+
+// The other choices of a one-token task are scored at the last position of one sequence: the
+// same numbers as a sequence of their own.
+TEST(EvalScoring, LastAlternativesScoreAsTheirOwnSequences) {
+  auto seqs = random_sequences(9, {30, 30}, 1000);
+  const RunConfig c = fixture_config("tiny-preln",
+                                     "{policy: h2o, heavy_ratio: 0.2, "
+                                     "recent_ratio: 0.2}");
+  const ModelSource src = open_model_source(c.model, false, 0);
+  generate::BlockEngine engine(c, src);
+  for (auto& s : seqs) s.first_scored = 29, s.last_alternatives = {17, 523};
+  const auto got = score_sequences(seqs, c.kv_policy, engine, ContextReading::Prefill);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    ASSERT_EQ(got[i].last_alternatives.size(), 2u);
+    for (size_t a = 0; a < 2; ++a) {
+      ScoredSequence own = seqs[i];
+      own.last_alternatives.clear();
+      own.ids.back() = seqs[i].last_alternatives[a];
+      const auto want =
+          score_sequences({own, seqs[1 - i]}, c.kv_policy, engine, ContextReading::Prefill);
+      EXPECT_NEAR(got[i].last_alternatives[a], want[0].nll[0], 1e-5) << i << " " << a;
+    }
+  }
+}
+
 class EvalPlacements : public testing_support::ScratchDirTest {};
 
 // The same scores, bit for bit, from the block schedule with the weights and the KV cache on

@@ -103,6 +103,50 @@ TEST_F(QualitySuiteTest, VariantsRepeatThePoliciesOnAnotherEngine) {
   EXPECT_EQ(doc["engines"].size(), 2u);
 }
 
+// Grouped choice tasks get a table of accuracy per group and, when asked, a plot of it; --model
+// replaces the suite's model (a suite for a downloaded model names none); `tokens` scores the
+// text's first tokens only; prefill-context reads a task's question after the selection.
+TEST_F(QualitySuiteTest, GroupsModelOverrideTokensAndPrefillContext) {
+  write_text(dir() / "t.txt",
+             "The river ran past the old mill, and the miller's daughter watched the water "
+             "turn the wheel. Every morning she counted the sacks of grain.");
+  write_text(
+      dir() / "g.jsonl",
+      R"({"id": "a", "context": "The miller's daughter", "question": " counted the", "choices": [" sacks", " stars"], "answer": 0, "group": "near"})"
+      "\n"
+      R"({"id": "b", "context": "The old mill", "question": " turned the", "choices": [" wheel", " river"], "answer": 0, "group": "far"})"
+      "\n");
+  write_text(dir() / "suite.yaml",
+             "suite: test\nbudgets: [0.5]\n"
+             "tasks:\n"
+             "  - {name: text, perplexity: t.txt, window: 20, tokens: 12}\n"
+             "  - {name: late, choice: g.jsonl, context: prefill-context}\n"
+             "policies:\n"
+             "  - {label: full, kv: {policy: full}}\n"
+             "  - {label: h2o, kv: {policy: h2o}, heavy: 0.5, recent: 0.5}\n"
+             "group_plot: {tasks: [late], budget: 0.5, policies: [full, h2o]}\n");
+  try {
+    eval::run_quality_suite(suite(), (dir() / "out").string());
+    ADD_FAILURE() << "a suite without a model ran";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--model"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(eval::run_quality_suite(suite(), (dir() / "out").string(), demo_model_dir().string()),
+            0);
+  const json doc = json::parse(read_text(dir() / "out/results.json"));
+  EXPECT_EQ(doc["model"], demo_model_dir().string());
+  EXPECT_EQ(doc["cells"][0]["tokens"], 12);
+  const json& late = doc["cells"][1];
+  EXPECT_EQ(late["task"], "late");
+  EXPECT_EQ(late["groups"]["near"]["n"], 1);
+  EXPECT_EQ(late["groups"]["far"]["n"], 1);
+  EXPECT_EQ(doc["group_plot"]["chance"]["late"], 0.5);
+  const std::string table = read_text(dir() / "out/table.md");
+  EXPECT_NE(table.find("## late: acc by group"), std::string::npos) << table;
+  EXPECT_NE(table.find("| near | far |"), std::string::npos) << table;
+  EXPECT_TRUE(fs::exists(dir() / "out/groups_plot.py"));
+}
+
 TEST_F(QualitySuiteTest, BadSuitesAreRefusedNamingTheKey) {
   auto refused = [&](const std::string& policies, const std::string& what,
                      const std::string& extra = "") {
@@ -122,6 +166,18 @@ TEST_F(QualitySuiteTest, BadSuitesAreRefusedNamingTheKey) {
   refused("  - {label: full, kv: {policy: full}, colour: red}\n", "colour");
   refused("  - {label: full, kv: {policy: full}}\n", "config: holds neither model nor kv",
           "config: {kv: {policy: h2o}}\n");
+  refused(
+      "  - {label: full, kv: {policy: full}}\n  - {label: full, kv: {policy: h2o}, heavy: 0.5, "
+      "recent: 0.5}\n",
+      "policies[1].label: 'full' is already another policy's");
+  refused("  - {label: full, kv: {policy: full}}\n",
+          "group_plot.tasks[0]: 'text' is not a choice task",
+          "group_plot: {tasks: [text], budget: 0.2, policies: [full]}\n");
+  refused("  - {label: full, kv: {policy: full}}\n",
+          "group_plot.policies[0]: 'h2o' is not a policy",
+          "group_plot: {tasks: [mc], budget: 0.2, policies: [h2o]}\n");
+  refused("  - {label: full, kv: {policy: full}}\n", "group_plot.budget: 0.3 is not one of",
+          "group_plot: {tasks: [mc], budget: 0.3, policies: [full]}\n");
 }
 
 }  // namespace
