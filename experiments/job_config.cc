@@ -19,6 +19,14 @@ YAML::Node job_config_root(const JobConfigSource& job, const std::vector<std::st
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     H2OFLEX_INPUT_CHECK(root.IsMap(), source, ": the config must be a mapping");
   }
+  if (job.inline_config && job.inline_config->IsDefined() && !job.inline_config->IsNull()) {
+    // Given as data: its keys replace the file's.
+    H2OFLEX_INPUT_CHECK(job.inline_config->IsMap(), job.inline_label,
+                        ": the config must be a mapping");
+    for (const auto& entry : *job.inline_config) {
+      root[entry.first.Scalar()] = YAML::Clone(entry.second);
+    }
+  }
   for (const auto& assignment : overrides) apply_override(root, assignment);
   H2OFLEX_INPUT_CHECK(!root["variants"], source, ": ", job.command,
                       " runs one configuration; drop variants: and choose its keys with --set "
@@ -50,7 +58,18 @@ RunConfig load_job_config(const JobConfigSource& job,
                           " (", why, ")");
     }
   }
-  const std::string source = job.config_path.empty() ? job.command + " defaults" : job.config_path;
+  if (job.inline_config && job.inline_config->IsMap()) {
+    for (const auto& entry : *job.inline_config) {
+      const std::string key = entry.first.Scalar();
+      for (const auto& [unused, why] : job.unused_keys) {
+        H2OFLEX_INPUT_CHECK(key != unused, job.inline_label, ": ", job.command, " does not use ",
+                            unused, " (", why, ")");
+      }
+    }
+  }
+  const std::string source = !job.config_path.empty() ? job.config_path
+                             : job.inline_config      ? job.inline_label
+                                                      : job.command + " defaults";
   return with_overrides_named(
              source, job.overrides,
              [&](const std::vector<std::string>& applied, const std::string& label) {

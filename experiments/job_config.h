@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,11 @@ struct JobConfigSource {
   // Run-config keys this command does not use, with why: a --set of one is refused (it would be
   // accepted and change nothing).
   std::vector<std::pair<std::string, std::string>> unused_keys;
+  // Config keys given as data (the Python package's keyword arguments): they replace the
+  // file's keys of the same name (or are the whole config without a file), are named
+  // `inline_label` in messages, and are checked against `unused_keys` as --set keys are.
+  std::optional<YAML::Node> inline_config;
+  std::string inline_label;
 };
 
 // The run-config keys a job command never reads, whatever its input: `name`, `prompt_len`,

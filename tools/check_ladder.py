@@ -16,6 +16,7 @@ FLOORS = [
     ["offload", "models", "policy"],
     ["engine"],
     ["experiments"],
+    ["python"],
 ]
 SOURCE_SUFFIXES = {".h", ".cc", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -9,6 +9,12 @@
 
 namespace h2oflex::eval {
 
+int32_t scoring_bos(const BpeTokenizer& tokenizer, const DecoderModel& model) {
+  // The token the tokenizer puts first, or the model's BOS (GPT-NeoX tokenizers prepend
+  // nothing; lm-eval-harness then starts from end-of-text).
+  return tokenizer.bos_to_prepend().value_or(model.special_tokens().bos);
+}
+
 void apply_eval_defaults(YAML::Node& root) {
   if (!root["compute_dtype"]) root["compute_dtype"] = "f32";
   if (!root["batch_size"]) root["batch_size"] = 16;
@@ -22,9 +28,7 @@ EvalSetup::EvalSetup(RunConfig c, const std::string& command)
   H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
                       config.model, "': the tokenizer has ", tokenizer.vocab_size(),
                       " ids but the model's vocabulary only ", m.vocab());
-  // The token the tokenizer puts first, or the model's BOS (GPT-NeoX tokenizers prepend
-  // nothing; lm-eval-harness then starts from end-of-text).
-  bos = tokenizer.bos_to_prepend().value_or(m.special_tokens().bos);
+  bos = scoring_bos(tokenizer, m);
   std::fprintf(stderr, "%s: loading %s ...\n", command.c_str(), source.description.c_str());
   engine = std::make_unique<generate::BlockEngine>(config, source);
   std::fprintf(stderr, "%s: %s\n", command.c_str(), engine->describe().c_str());

@@ -19,6 +19,9 @@ namespace h2oflex::eval {
 // depend on which type the machine computes fastest in; a block of 16 sequences.
 void apply_eval_defaults(YAML::Node& root);
 
+// The token every scored sequence starts with: the tokenizer's BOS, else the model's.
+int32_t scoring_bos(const BpeTokenizer& tokenizer, const DecoderModel& model);
+
 struct EvalSetup {
   RunConfig config;
   BpeTokenizer tokenizer;

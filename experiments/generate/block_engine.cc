@@ -5,9 +5,9 @@
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
 #include "experiments/memory_check.h"
-#include "runtime/ops/compute_choice.h"
 #include "runtime/dist/job_device_link.h"
 #include "runtime/dist/transport.h"
+#include "runtime/ops/compute_choice.h"
 
 namespace h2oflex::generate {
 

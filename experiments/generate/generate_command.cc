@@ -15,6 +15,7 @@
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
+#include "experiments/generate/generate_session.h"
 #include "experiments/generate/job_record.h"
 #include "experiments/generate/stage_blocks.h"
 #include "experiments/generate/stop_signal.h"
@@ -34,10 +35,6 @@ namespace h2oflex {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Generate's defaults differ from `run`'s throughput defaults: stop at EOS, a useful batch.
-constexpr int kDefaultBatchSize = 16;
-constexpr int kDefaultMaxNewTokens = 32;
 
 void check_paths(const GenerateJobOptions& o, const RunConfig& config) {
   H2OFLEX_INPUT_CHECK(!o.input.empty(), "generate needs --input IN.jsonl");
@@ -79,38 +76,9 @@ void adopt_recorded_compute_type(const std::string& output, RunConfig& config) {
                config.compute_dtype.c_str(), path.c_str());
 }
 
-// The settings that decide the results (job_record.h). The model by its content, not its path:
-// weights changed in place must not resume a job, a moved or copied directory may.
-nlohmann::ordered_json job_settings(const RunConfig& config, const ModelSource& model,
-                                    const generate::BlockEngine& engine,
-                                    const generate::JobSettings& s) {
-  nlohmann::ordered_json j;
-  j["model"] = model.content;
-  j["dummy"] = model.dummy;
-  j["compute_device"] = pipeline_device_name(engine.device());
-  j["compute_dtype"] = std::string(ops::compute_type_name(engine.compute_type()));
-  j["block_size"] = s.block_size;
-  j["grouping"] = s.group_by_length ? "length" : "none";
-  j["gen_len"] = s.defaults.max_new_tokens;
-  j["temperature"] = s.defaults.temperature;
-  j["top_p"] = s.defaults.top_p;
-  j["seed"] = s.seed;
-  j["stop_at_eos"] = config.stop_at_eos;
-  j["kv"] = config.kv_policy.summary();
-  // Placement does not change the results; 4-bit compression does.
-  j["compress_weight"] = engine.policy() && engine.policy()->compress_weight;
-  j["compress_cache"] = engine.policy() && engine.policy()->compress_cache;
-  return j;
-}
-
 RunConfig load_generate_config(const GenerateJobOptions& options) {
-  return load_job_config(
-      {"generate", options.config_path, options.model_dir, options.overrides, job_unused_keys()},
-      [](YAML::Node& root) {
-        if (!root["stop_at_eos"]) root["stop_at_eos"] = true;
-        if (!root["batch_size"]) root["batch_size"] = kDefaultBatchSize;
-        if (!root["gen_len"]) root["gen_len"] = kDefaultMaxNewTokens;
-      });
+  return generate::load_generate_config(
+      {"generate", options.config_path, options.model_dir, options.overrides, {}});
 }
 
 // A rank other than 0 of `mpirun -np S h2oflex generate`: its stage of every block rank 0 runs
@@ -135,57 +103,22 @@ int run_generate(const GenerateJobOptions& options) {
   check_paths(options, config);
   check_run_paths(config);
   adopt_recorded_compute_type(options.output, config);
-  const BpeTokenizer tokenizer = load_job_tokenizer(config.model, "generate");
+  generate::GenerateSession session(std::move(config), "generate");
+  const ModelSource& model = session.model();
+  generate::BlockEngine& engine = session.engine();
+  const double load_s = session.load_s();
 
-  Stopwatch load_watch;
-  const ModelSource model = open_model_source(config.model, config.dummy, config.seed);
-  const DecoderModel& m = *model.model;
-  const SpecialTokens special = m.special_tokens();
-  H2OFLEX_INPUT_CHECK(static_cast<int64_t>(tokenizer.vocab_size()) <= m.vocab(), "model '",
-                      config.model, "': the tokenizer has ", tokenizer.vocab_size(),
-                      " ids but the model's vocabulary only ", m.vocab());
-  // The model's EOS must be one the tokenizer ends on (Llama-3 instruct models name several
-  // end ids; config.json's first need not be the tokenizer's eos_token).
-  const std::vector<int32_t>& stops = tokenizer.stop_ids();
-  H2OFLEX_INPUT_CHECK(tokenizer.eos_id() == special.eos ||
-                          std::find(stops.begin(), stops.end(), special.eos) != stops.end(),
-                      "model '", config.model, "': the model's eos_token_id ", special.eos,
-                      " is neither the tokenizer's EOS id (", tokenizer.eos_id(),
-                      ") nor one of its stop ids");
-  std::fprintf(stderr, "generate: loading %s ...\n", model.description.c_str());
-  generate::BlockEngine engine(config, model);
-  const double load_s = load_watch.elapsed();
-  std::fprintf(stderr, "generate: %s, loaded in %.2f s\n", engine.describe().c_str(), load_s);
-
-  generate::JobSettings settings;
+  generate::JobSettings settings = session.job_settings(!options.no_grouping);
   settings.input_path = options.input;
   settings.output_path = options.output;
-  settings.block_size = engine.block_size();
-  settings.group_by_length = !options.no_grouping;
-  settings.defaults.max_new_tokens = config.gen_len;
-  settings.defaults.temperature = config.temperature;
-  settings.defaults.top_p = config.top_p;
-  settings.seed = config.seed;
-  settings.max_positions = m.max_positions();
-  settings.chat_template_dir = config.model;  // a directory: load_job_tokenizer checked it
-  // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
-  settings.stop_ids.clear();
-  if (config.stop_at_eos) {
-    // The model's EOS and every other id its generation config names (Llama-3's end of turn).
-    settings.stop_ids = tokenizer.stop_ids();
-    if (std::find(settings.stop_ids.begin(), settings.stop_ids.end(), special.eos) ==
-        settings.stop_ids.end()) {
-      settings.stop_ids.push_back(special.eos);
-    }
-  }
   settings.progress_terminal = ::isatty(STDERR_FILENO) == 1;
-  settings.job_record = job_settings(config, model, engine, settings);
+  settings.job_record = session.job_record(settings);
 
   generate::StopSignalGuard stop;
   settings.stop_requested = [&stop] { return stop.requested(); };
   Transport* stages = in_multi_process_job() ? job_transport() : nullptr;
   const generate::JobSummary s = generate::run_generate_job(
-      settings, tokenizer, [&engine, stages](const generate::BlockWork& w) {
+      settings, session.tokenizer(), [&engine, stages](const generate::BlockWork& w) {
         if (stages != nullptr) generate::share_block(*stages, w);
         return engine.run(w);
       });

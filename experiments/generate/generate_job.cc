@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "experiments/generate/block_loop.h"
 #include "experiments/generate/completion.h"
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/job_input.h"
@@ -41,16 +42,6 @@ std::string result_line(const GenerateRequest& request, const Completion& c,
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The model's chat template when some request needs it.
-std::optional<chat_template::ChatTemplate> chat_template_for(const JobSettings& settings,
-                                                             const JobInput& input) {
-  const bool any_chat =
-      std::any_of(input.requests.begin(), input.requests.end(),
-                  [](const GenerateRequest& r) { return r.messages.has_value(); });
-  if (!any_chat || settings.chat_template_dir.empty()) return std::nullopt;
-  return chat_template::load_model_chat_template(settings.chat_template_dir);
-}
-
 // A job with results keeps the settings it started with; a new (or empty) one records its own.
 void keep_job_record(const JobSettings& settings, const nlohmann::ordered_json& record,
                      bool has_results) {
@@ -71,6 +62,15 @@ void keep_job_record(const JobSettings& settings, const nlohmann::ordered_json& 
 
 }  // namespace
 
+std::optional<chat_template::ChatTemplate> chat_template_for(
+    const std::vector<GenerateRequest>& requests, const std::string& model_dir) {
+  const bool any_chat = std::any_of(requests.begin(), requests.end(), [](const GenerateRequest& r) {
+    return r.messages.has_value();
+  });
+  if (!any_chat || model_dir.empty()) return std::nullopt;
+  return chat_template::load_model_chat_template(model_dir);
+}
+
 uint64_t request_sampling_key(const std::string& id) {
   return stable_hash(id.data(), id.size());
 }
@@ -85,7 +85,8 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
                             const BlockRunner& run_block) {
   JobSummary summary;
   JobInput input = read_job_input(settings.input_path);
-  const std::optional<chat_template::ChatTemplate> chat = chat_template_for(settings, input);
+  const std::optional<chat_template::ChatTemplate> chat =
+      chat_template_for(input.requests, settings.chat_template_dir);
   std::vector<PreparedRequest> prepared =
       prepare_requests(input.requests, tokenizer, chat ? &*chat : nullptr, settings.defaults,
                        settings.max_positions, input.errors);
@@ -143,67 +144,30 @@ JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tok
 
   ProgressMeter progress(summary.requests, summary.already_done, settings.progress_terminal,
                          settings.progress_interval_s);
-  Stopwatch watch;
-  for (const JobBlock& block : blocks) {
-    if (settings.stop_requested && settings.stop_requested()) {
-      summary.interrupted = true;
-      break;
-    }
-    std::vector<size_t> pending;
-    for (size_t p : block.members) {
-      if (log.done_ids().count(id_of(p)) == 0) pending.push_back(p);
-    }
-    if (pending.empty()) continue;
-    // The whole block runs even when an earlier run wrote part of it: the same batch gives the
-    // same results, so a resumed job matches an uninterrupted one.
-    BlockWork work;
-    std::vector<std::string> ids;
-    for (size_t p : block.members) {
-      work.prompts.push_back(prepared[p].prompt_ids);
-      ids.push_back(id_of(p));
-      const GenerateRequest& request = input.requests[prepared[p].index];
-      work.row_keys.push_back(request.seed ? seeded_sampling_key(*request.seed)
-                                           : request_sampling_key(request.id));
-      work.logit_bias.push_back(request.logit_bias);
-      work.presence_penalty.push_back(request.presence_penalty.value_or(0.0f));
-    }
-    // Without any bias the engine's logits are used as they are (no host copy per step).
-    if (std::all_of(work.logit_bias.begin(), work.logit_bias.end(),
-                    [](const auto& b) { return b.empty(); })) {
-      work.logit_bias.clear();
-    }
-    if (std::all_of(work.presence_penalty.begin(), work.presence_penalty.end(),
-                    [](float p) { return p == 0.0f; })) {
-      work.presence_penalty.clear();
-    }
-    work.prompt_len = block.prompt_len;
-    work.gen_len = block.gen_len;
-    work.temperature = block.temperature;
-    work.top_p = block.top_p;
-    work.seed = settings.seed;
-    const std::vector<std::vector<int32_t>> tokens = run_block(work);
-    H2OFLEX_CHECK(tokens.size() == block.members.size(), "block runner returned ", tokens.size(),
-                  " sequences for ", block.members.size(), " prompts");
-
+  BlockLoop loop;
+  loop.seed = settings.seed;
+  loop.stop_ids = settings.stop_ids;
+  loop.stop_requested = settings.stop_requested;
+  loop.done = [&](size_t p) { return log.done_ids().count(id_of(p)) != 0; };
+  loop.on_block = [&](const std::vector<FinishedRequest>& finished) {
     std::vector<std::string> lines, line_ids;
     int64_t block_tokens = 0;
-    for (size_t m = 0; m < block.members.size(); ++m) {
-      const size_t p = block.members[m];
-      if (log.done_ids().count(id_of(p)) != 0) continue;
-      const GenerateRequest& request = input.requests[prepared[p].index];
-      const Completion c = finish_completion(tokenizer, tokens[m], prepared[p].max_new_tokens,
-                                             settings.stop_ids, request.stop);
-      lines.push_back(result_line(request, c, prepared[p]));
+    for (const FinishedRequest& f : finished) {
+      const GenerateRequest& request = input.requests[prepared[f.prepared].index];
+      lines.push_back(result_line(request, f.completion, prepared[f.prepared]));
       line_ids.push_back(request.id);
-      block_tokens += c.completion_tokens;
+      block_tokens += f.completion.completion_tokens;
     }
     log.append(lines, line_ids);
-    ++summary.blocks_run;
-    summary.completed += static_cast<int64_t>(lines.size());
-    summary.completion_tokens += block_tokens;
     progress.advance(static_cast<int64_t>(lines.size()), block_tokens);
-  }
-  summary.generate_s = watch.elapsed();
+  };
+  const BlockLoopSummary ran =
+      run_blocks(blocks, prepared, input.requests, loop, tokenizer, run_block);
+  summary.blocks_run = ran.blocks_run;
+  summary.completed = ran.completed;
+  summary.completion_tokens = ran.completion_tokens;
+  summary.interrupted = ran.interrupted;
+  summary.generate_s = ran.generate_s;
   progress.finish();
   return summary;
 }

@@ -80,6 +80,11 @@ struct JobSummary {
 JobSummary run_generate_job(const JobSettings& settings, const BpeTokenizer& tokenizer,
                             const BlockRunner& run_block);
 
+// The model's chat template when some request is a chat (none otherwise, or when `model_dir` is
+// empty); InputError naming the construct when the renderer refuses the template.
+std::optional<chat_template::ChatTemplate> chat_template_for(
+    const std::vector<GenerateRequest>& requests, const std::string& model_dir);
+
 // The sampling stream of a request: derived from its id alone, so a request samples the same
 // tokens whichever block it lands in, with or without grouping, resumed or not.
 uint64_t request_sampling_key(const std::string& id);

@@ -1,5 +1,7 @@
 #include "experiments/generate/prepared_request.h"
 
+#include <algorithm>
+
 #include "models/chat_template/template_error.h"
 #include "runtime/core/error.h"
 
@@ -38,6 +40,18 @@ std::vector<PreparedRequest> prepare_requests(const std::vector<GenerateRequest>
         continue;
       }
       p.prompt_ids = tokenizer.encode(text, /*add_bos=*/false, &p.dropped_bytes);
+    } else if (r.prompt_ids) {
+      p.prompt_ids = *r.prompt_ids;
+      const auto beyond = std::find_if(p.prompt_ids.begin(), p.prompt_ids.end(), [&](int32_t id) {
+        return id >= static_cast<int64_t>(tokenizer.vocab_size());
+      });
+      if (beyond != p.prompt_ids.end()) {
+        errors.push_back(
+            LineError{r.line, r.id,
+                      detail::concat("prompt token ", *beyond, " is beyond the vocabulary of ",
+                                     tokenizer.vocab_size(), " tokens")});
+        continue;
+      }
     } else {
       p.prompt_ids = tokenizer.encode(r.prompt, /*add_bos=*/true, &p.dropped_bytes);
     }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -37,16 +38,31 @@ std::string read_id(const json& value, const std::string& key, bool& numeric) {
   throw FieldError{"'" + key + "' must be a string or an integer, got " + value.dump()};
 }
 
-std::string read_prompt(const json& obj, const std::string& key) {
+// A string, or one prompt of token ids (OpenAI's token-array prompt), read as given.
+void read_prompt(const json& obj, const std::string& key, GenerateRequest& r) {
   auto it = obj.find("prompt");
   if (it == obj.end() || it->is_null()) throw FieldError{"missing '" + key + "'"};
-  if (!it->is_string()) {
-    throw FieldError{"'" + key +
-                     "' must be a string (lists of prompts and token-id prompts are not "
-                     "supported), got " +
-                     std::string(it->type_name())};
+  if (it->is_string()) {
+    r.prompt = it->get<std::string>();
+    return;
   }
-  return it->get<std::string>();
+  if (it->is_array() && !it->empty() &&
+      std::all_of(it->begin(), it->end(), [](const json& t) { return t.is_number_integer(); })) {
+    std::vector<int32_t> ids;
+    for (const json& t : *it) {
+      const int64_t id = t.get<int64_t>();
+      if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+        throw FieldError{"'" + key + "' holds " + t.dump() + ", not a token id"};
+      }
+      ids.push_back(static_cast<int32_t>(id));
+    }
+    r.prompt_ids = std::move(ids);
+    return;
+  }
+  throw FieldError{"'" + key +
+                   "' must be a string or a non-empty list of token ids (lists of prompts are "
+                   "not supported), got " +
+                   it->dump()};
 }
 
 // A non-empty list of {"role": string, "content": string, ...}.
@@ -149,7 +165,7 @@ void read_options(const json& obj, const std::string& prefix, const char* max_to
     }
     r.messages = read_messages(obj["messages"], prefix + "messages");
   } else {
-    r.prompt = read_prompt(obj, prefix + "prompt");
+    read_prompt(obj, prefix + "prompt", r);
   }
   if (!absent(obj, max_tokens_key)) {
     r.max_new_tokens = read_max_tokens(obj[max_tokens_key], prefix + max_tokens_key);

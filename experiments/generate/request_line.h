@@ -1,5 +1,6 @@
 // One line of a generate job's input: a request in the plain format
-//   {"id", "prompt", "max_new_tokens"?, "temperature"?, "top_p"?, "stop"?, "seed"?,
+//   {"id", "prompt" (a string, or a list of token ids), "max_new_tokens"?, "temperature"?,
+//   "top_p"?, "stop"?, "seed"?,
 //    "logit_bias"?, "presence_penalty"?}
 // or in the OpenAI batch-file format for completions
 //   {"custom_id", "method"?, "url"?, "body": {"prompt", "model"?, "max_tokens"?,
@@ -22,7 +23,9 @@ namespace h2oflex::generate {
 
 struct GenerateRequest {
   std::string id;      // "id", or "custom_id" in the batch format; integer ids become their digits
-  std::string prompt;  // empty for a chat request
+  std::string prompt;  // empty for a chat request or a token-id prompt
+  // A prompt given as token ids ("prompt": [ids]): the engine reads exactly these (no BOS added).
+  std::optional<std::vector<int32_t>> prompt_ids;
   // A chat request's conversation, each message an object with string "role" and "content"
   // (other keys kept for the template); rendered with the model's chat template.
   std::optional<nlohmann::ordered_json> messages;

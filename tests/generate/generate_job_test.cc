@@ -105,6 +105,23 @@ TEST_F(GenerateJobTest, ResultsMatchAnIndependentComputation) {
   EXPECT_EQ(s.completion_tokens, tokens);
 }
 
+// A prompt of token ids is read as given: the ids a text prompt encodes to give its result; an id
+// beyond the vocabulary is a bad line naming it.
+TEST_F(GenerateJobTest, TokenIdPromptsAreReadAsGiven) {
+  const std::vector<int32_t> ids = demo_tokenizer().encode("river stone light");
+  write_text(dir() / "in.jsonl", json{{"id", "text"}, {"prompt", "river stone light"}}.dump() +
+                                     "\n" + json{{"id", "ids"}, {"prompt", ids}}.dump() + "\n" +
+                                     json{{"id", "far"}, {"prompt", {5, 1000000}}}.dump() + "\n");
+  const JobSummary s = run_generate_job(settings(), demo_tokenizer(), fake_block);
+  EXPECT_EQ(s.completed, 2);
+  const auto by_id = results();
+  EXPECT_EQ(by_id.at("ids")["text"], by_id.at("text")["text"]);
+  EXPECT_EQ(by_id.at("ids")["prompt_tokens"], ids.size());
+  const std::string errors = read_text(dir() / "out.errors.jsonl");
+  EXPECT_NE(errors.find("prompt token 1000000 is beyond the vocabulary"), std::string::npos)
+      << errors;
+}
+
 TEST_F(GenerateJobTest, BadLinesGoToTheErrorsFile) {
   std::string long_prompt;
   for (int i = 0; i < 80; ++i) long_prompt += " word" + std::to_string(i);

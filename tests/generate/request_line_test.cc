@@ -98,6 +98,20 @@ TEST(RequestLine, ChatRequestsInBothFormatsKeepTheirMessages) {
   EXPECT_FALSE(parse_request_line(R"({"id": "p", "prompt": "x"})", 5).request->messages);
 }
 
+// OpenAI's token-array prompt: one prompt of ids, in both formats, read as given.
+TEST(RequestLine, TokenIdPromptsInBothFormats) {
+  const ParsedLine plain = parse_request_line(R"({"id": "t", "prompt": [504, 3575, 0]})", 1);
+  ASSERT_TRUE(plain.request);
+  EXPECT_EQ(plain.request->prompt_ids, (std::vector<int32_t>{504, 3575, 0}));
+  EXPECT_TRUE(plain.request->prompt.empty());
+  const ParsedLine batch =
+      parse_request_line(R"({"custom_id": "u", "body": {"prompt": [7], "max_tokens": 2}})", 2);
+  ASSERT_TRUE(batch.request);
+  EXPECT_EQ(batch.request->prompt_ids, (std::vector<int32_t>{7}));
+  const ParsedLine text = parse_request_line(R"({"id": "s", "prompt": "x"})", 3);
+  EXPECT_FALSE(text.request->prompt_ids);
+}
+
 class RequestLineErrors : public ::testing::TestWithParam<BadLine> {};
 
 TEST_P(RequestLineErrors, ReportsReasonAndLine) {
@@ -123,6 +137,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadLine{R"({"id": "", "prompt": "x"})", "'id' is empty", ""},
         BadLine{R"({"id": 1.5, "prompt": "x"})", "'id' must be a string or an integer", ""},
         BadLine{R"({"id": "a", "prompt": ["x", "y"]})", "'prompt' must be a string", "a"},
+        BadLine{R"({"id": "a", "prompt": []})", "non-empty list of token ids", "a"},
+        BadLine{R"({"id": "a", "prompt": [3, -1]})", "'prompt' holds -1, not a token id", "a"},
+        BadLine{R"({"id": "a", "prompt": [3, 1.5]})", "'prompt' must be a string", "a"},
+        BadLine{R"({"custom_id": "c", "body": {"prompt": [1, 4294967296]}})",
+                "'body.prompt' holds 4294967296, not a token id", "c"},
         BadLine{R"({"id": "a", "prompt": "x", "max_new_tokens": 0})", "'max_new_tokens' must be",
                 "a"},
         BadLine{R"({"id": "a", "prompt": "x", "max_new_tokens": "5"})", "must be an integer", "a"},
