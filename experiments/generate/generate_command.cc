@@ -167,7 +167,8 @@ int run_generate(const GenerateJobOptions& options) {
   settings.defaults.top_p = config.top_p;
   settings.seed = config.seed;
   settings.max_positions = m.max_positions();
-  settings.chat_template_dir = config.model;  // a directory: load_job_tokenizer checked it
+  settings.chat_template_dir =
+      config.model;  // a directory or GGUF file: load_job_tokenizer checked it
   // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
   settings.stop_ids.clear();
   if (config.stop_at_eos) {

@@ -12,6 +12,8 @@
 #include "experiments/generate/progress_meter.h"
 #include "experiments/generate/result_log.h"
 #include "models/chat_template/model_chat_template.h"
+#include "models/gguf/gguf_checkpoint.h"
+#include "models/gguf/gguf_tokenizer.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/timer.h"
@@ -48,6 +50,9 @@ std::optional<chat_template::ChatTemplate> chat_template_for(const JobSettings& 
       std::any_of(input.requests.begin(), input.requests.end(),
                   [](const GenerateRequest& r) { return r.messages.has_value(); });
   if (!any_chat || settings.chat_template_dir.empty()) return std::nullopt;
+  if (is_gguf_path(settings.chat_template_dir)) {
+    return load_gguf_chat_template(GgufFile::open(settings.chat_template_dir));
+  }
   return chat_template::load_model_chat_template(settings.chat_template_dir);
 }
 
