@@ -32,7 +32,9 @@ std::string open_error(const fs::path& file, const GgufBytes& bytes) {
 class GgufFileTest : public testing::ScratchDirTest {
  protected:
   fs::path file() { return dir() / "m.gguf"; }
-  std::string q(const std::string& rest) { return "'" + file().string() + "': " + rest; }
+  std::string q(const std::string& rest) {
+    return detail::concat("'", file().string(), "': ", rest);
+  }
 };
 
 TEST_F(GgufFileTest, ReadsMetadataOfEveryKindAndTensorData) {
