@@ -64,7 +64,7 @@ void add_directory_inputs(std::vector<NamedPath>& inputs, const std::string& dir
                           const std::string& what) {
   std::error_code ec;
   if (!dir.empty() && fs::is_regular_file(dir, ec)) {  // a model that is one file (GGUF)
-    inputs.push_back({what, dir});
+    inputs.push_back({"the model file", dir});
     return;
   }
   if (dir.empty() || !fs::is_directory(dir, ec)) return;

@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "models/gguf/gguf_tokenizer.h"
 #include "models/llama/llama_model.h"
 #include "runtime/core/error.h"
 #include "runtime/core/half.h"
@@ -283,6 +284,16 @@ std::string GgufCheckpoint::format_summary() const {
     out += detail::concat(out.empty() ? "" : ", ", format, " x ", -count);
   }
   return out;
+}
+
+std::map<std::string, nlohmann::json> GgufCheckpoint::hf_documents() const {
+  std::map<std::string, nlohmann::json> docs;
+  docs["config.json"] = hf_llama_config_json(static_cast<const LlamaModel&>(*model_).config());
+  if (file_.find("tokenizer.ggml.model")) {
+    docs["tokenizer.json"] = gguf_tokenizer_json(file_);
+    docs["tokenizer_config.json"] = gguf_tokenizer_config_json(file_);
+  }
+  return docs;
 }
 
 }  // namespace h2oflex

@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "models/decoder_model.h"
 #include "models/gguf/gguf_file.h"
 
@@ -36,6 +38,12 @@ class GgufCheckpoint {
 
   // The stored types of the model's tensors with their counts, e.g. "Q4_1 x 211, F32 x 61".
   std::string format_summary() const;
+
+  // The Hugging Face files that describe this model beside its weights, by file name:
+  // config.json, and when the metadata has a tokenizer, tokenizer.json and
+  // tokenizer_config.json (models/gguf/gguf_tokenizer). `convert` writes them next to the
+  // offload layout, so the converted directory is a model directory of its own.
+  std::map<std::string, nlohmann::json> hf_documents() const;
 
  private:
   struct Source {
