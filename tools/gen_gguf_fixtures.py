@@ -9,9 +9,9 @@ running it again writes the same files.
 - blocks.json: random blocks of every type the engine unpacks (F16, BF16, Q8_0, Q4_0, Q4_1,
   Q4_K, Q6_K) with the f32 values `gguf.quants.dequantize` gives for them, and random f32
   blocks with the bytes `gguf.quants.quantize` gives (Q8_0, Q4_0, Q4_1, F16, BF16).
-- llama-*.gguf: tiny llama-architecture models with random weights, written by the `gguf`
-  package's writer as llama.cpp's converter writes them (attn_q / attn_k rows permuted), in
-  several storage types, tied and untied; expected.json holds, for one prompt each, the
+- llama-*.gguf, qwen2-*.gguf: tiny models with random weights, written by the `gguf` package's
+  writer as llama.cpp's converter writes them (llama: attn_q / attn_k rows permuted; qwen2: not
+  permuted, q/k/v biases), in several storage types, tied and untied; expected.json holds, for one prompt each, the
   logits transformers computes loading the same file (`from_pretrained(dir, gguf_file=...)`,
   f32) after the prompt and after each of its greedy tokens.
 - tools/fuzz/corpus/gguf_header/: small GGUF files for the reader's fuzz target (every
@@ -104,20 +104,24 @@ def encode(w, qtype):
 
 
 def model_specs():
+    # name, architecture, storage types, rms_norm_eps, rope theta
     return [
-        ("llama-q8_0-untied", dict(attn=T.Q8_0, mlp=T.Q8_0, down=[T.Q8_0, T.Q8_0], embd=T.Q8_0, out=T.Q8_0), 1e-5, 10000.0),
-        ("llama-q4_0-tied", dict(attn=T.Q4_0, mlp=T.Q4_0, down=[T.Q4_0, T.Q4_0], embd=T.Q4_0, out=None), 1e-6, 500000.0),
-        ("llama-q4_k-q6_k", dict(attn=T.Q4_1, mlp=T.Q4_1, down=[T.Q4_K, T.Q6_K], embd=T.Q8_0, out=T.Q4_1), 1e-5, 100000.0),
-        ("llama-f16-bf16-tied", dict(attn=T.F16, mlp=T.BF16, down=[T.F16, T.BF16], embd=T.F16, out=None), 1e-5, 10000.0),
+        ("llama-q8_0-untied", "llama", dict(attn=T.Q8_0, mlp=T.Q8_0, down=[T.Q8_0, T.Q8_0], embd=T.Q8_0, out=T.Q8_0), 1e-5, 10000.0),
+        ("llama-q4_0-tied", "llama", dict(attn=T.Q4_0, mlp=T.Q4_0, down=[T.Q4_0, T.Q4_0], embd=T.Q4_0, out=None), 1e-6, 500000.0),
+        ("llama-q4_k-q6_k", "llama", dict(attn=T.Q4_1, mlp=T.Q4_1, down=[T.Q4_K, T.Q6_K], embd=T.Q8_0, out=T.Q4_1), 1e-5, 100000.0),
+        ("llama-f16-bf16-tied", "llama", dict(attn=T.F16, mlp=T.BF16, down=[T.F16, T.BF16], embd=T.F16, out=None), 1e-5, 10000.0),
+        # Qwen2: q/k/v biases, and llama.cpp's converter does not permute its q / k rows.
+        ("qwen2-q8_0-tied", "qwen2", dict(attn=T.Q8_0, mlp=T.Q8_0, down=[T.Q8_0, T.Q8_0], embd=T.Q8_0, out=None), 1e-6, 1000000.0),
     ]
 
 
 HIDDEN, HEADS, KV_HEADS, FFN, LAYERS, VOCAB, CONTEXT = 64, 4, 2, 256, 2, 96, 64
 
 
-def write_model(path, types, eps, theta):
+def write_model(path, arch, types, eps, theta):
     head_dim = HIDDEN // HEADS
-    w = gguf.GGUFWriter(path, "llama")
+    permuted = arch == "llama"
+    w = gguf.GGUFWriter(path, arch)
     w.add_name(os.path.basename(path))
     w.add_context_length(CONTEXT)
     w.add_embedding_length(HIDDEN)
@@ -144,9 +148,13 @@ def write_model(path, types, eps, theta):
     for l in range(LAYERS):
         p = f"blk.{l}."
         add(p + "attn_norm.weight", rng.uniform(0.8, 1.2, HIDDEN).astype(np.float32), T.F32)
-        add(p + "attn_q.weight", permute(normal(HEADS * head_dim, HIDDEN), HEADS), types["attn"])
-        add(p + "attn_k.weight", permute(normal(KV_HEADS * head_dim, HIDDEN), KV_HEADS), types["attn"])
+        q, k = normal(HEADS * head_dim, HIDDEN), normal(KV_HEADS * head_dim, HIDDEN)
+        add(p + "attn_q.weight", permute(q, HEADS) if permuted else q, types["attn"])
+        add(p + "attn_k.weight", permute(k, KV_HEADS) if permuted else k, types["attn"])
         add(p + "attn_v.weight", normal(KV_HEADS * head_dim, HIDDEN), types["attn"])
+        if arch == "qwen2":
+            for name, rows in (("attn_q", HEADS), ("attn_k", KV_HEADS), ("attn_v", KV_HEADS)):
+                add(p + name + ".bias", normal(rows * head_dim), T.F32)
         add(p + "attn_output.weight", normal(HIDDEN, HEADS * head_dim), types["attn"])
         add(p + "ffn_norm.weight", rng.uniform(0.8, 1.2, HIDDEN).astype(np.float32), T.F32)
         add(p + "ffn_gate.weight", normal(FFN, HIDDEN), types["mlp"])
@@ -239,11 +247,11 @@ def main():
         json.dump(block_fixture(), f, indent=1)
         f.write("\n")
     expected = {"prompt": [int(t) for t in rng.integers(3, VOCAB, 7)], "steps": 5, "models": {}}
-    for name, types, eps, theta in model_specs():
+    for name, arch, types, eps, theta in model_specs():
         path = os.path.join(OUT, name + ".gguf")
         if os.path.exists(path):
             os.remove(path)
-        write_model(path, types, eps, theta)
+        write_model(path, arch, types, eps, theta)
         ref = transformers_reference(path, expected["prompt"], expected["steps"])
         expected["models"][name] = ref
         print(f"{name}: {os.path.getsize(path)} bytes, tied={ref['tied']}, greedy {ref['greedy_tokens']}")

@@ -1,8 +1,9 @@
 // Small GGUF models (tests/fixtures/gguf, written by tools/gen_gguf_fixtures.py with the gguf
-// package's writer from random weights, q/k rows permuted as llama.cpp's converter does) run
-// through `model: FILE.gguf` against transformers loading the same files: logits after the
-// prompt and after each greedy token within 1e-4 of the largest (f32), the same greedy tokens;
-// and GGUF files that do not describe a model this engine runs, refused naming the key or tensor.
+// package's writer from random weights: llama with q/k rows permuted as llama.cpp's converter
+// does, qwen2 with q/k/v biases and no permutation) run through `model: FILE.gguf` against
+// transformers loading the same files: logits after the prompt and after each greedy token
+// within 1e-4 of the largest (f32), the same greedy tokens; and GGUF files that do not describe
+// a model this engine runs, refused naming the key or tensor.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,7 +42,7 @@ const nlohmann::json& expected() {
 TEST(GgufModel, LogitsAndGreedyTokensMatchTransformersOnTheSameFile) {
   const auto prompt = expected()["prompt"].get<std::vector<int32_t>>();
   const int steps = expected()["steps"].get<int>();
-  ASSERT_EQ(expected()["models"].size(), 4u);
+  ASSERT_EQ(expected()["models"].size(), 5u);
   for (const auto& [name, ref] : expected()["models"].items()) {
     const ModelSource src = open_model_source((fixtures() / (name + ".gguf")).string(), {}, 0);
     const auto* llama = dynamic_cast<const LlamaModel*>(src.model.get());
