@@ -140,9 +140,10 @@ int cli_main(int argc, char** argv) {
   exp_cmd->add_flag("--predict", exp.predict, "only evaluate the cost model");
 
   ConvertOptions conv;
-  CLI::App* conv_cmd =
-      app.add_subcommand("convert", "a Hugging Face checkpoint into the offload layout");
-  conv_cmd->add_option("--from", conv.from, "Hugging Face directory")->required();
+  CLI::App* conv_cmd = app.add_subcommand(
+      "convert", "a Hugging Face checkpoint or GGUF file into the offload layout");
+  conv_cmd->add_option("--from", conv.from, "Hugging Face directory or GGUF file (.gguf)")
+      ->required();
   conv_cmd->add_option("--to", conv.to, "output directory")->required();
   conv_cmd->add_option("--dtype", conv.dtype, "matrix storage type: bf16 (default), f16, f32");
 

@@ -163,7 +163,7 @@ ModelSource open_source(const std::string& model, std::optional<bool> dummy, uin
   const std::filesystem::path dir(model);
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
                       "' is neither a known model name (", published_model_list(),
-                      "), an existing directory nor a GGUF file (.gguf)");
+                      "), nor an existing directory, nor a GGUF file (.gguf)");
   const std::string name = dir.filename().string();
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.
