@@ -26,6 +26,10 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxArrayDepth = 4;        // arrays of arrays; deeper is corrupt, not a model
 constexpr uint32_t kMaxDims = 4;         // GGML_MAX_DIMS
 constexpr uint64_t kReadChunk = 1ull << 20;
+// Metadata values (array elements included) a file may hold: a large vocabulary's tokens,
+// scores, types and merges are about a million; the bound keeps a corrupt count from taking
+// gigabytes of RAM (each value is held as a GgufValue).
+constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 22;
 
 std::string quoted(const fs::path& p) {
   return detail::concat("'", p.string(), "'");
@@ -89,6 +93,8 @@ class Cursor {
   Cursor(int fd, uint64_t size, const fs::path& file) : fd_(fd), size_(size), file_(file) {}
 
   uint64_t pos() const { return pos_; }
+  // Counts one more metadata value; false past kMaxMetadataValues.
+  bool count_value() { return ++values_ <= kMaxMetadataValues; }
   const fs::path& file() const { return file_; }
   uint64_t left() const { return size_ - pos_; }
 
@@ -147,6 +153,7 @@ class Cursor {
   uint64_t size_;
   const fs::path& file_;
   uint64_t pos_ = 0;
+  uint64_t values_ = 0;
   std::vector<char> buf_;
   size_t buf_pos_ = 0;
 };
@@ -155,6 +162,11 @@ GgufValue read_value(Cursor& in, GgufType type, const std::string& context, int 
   GgufValue v;
   v.type = type;
   v.offset = in.pos();
+  if (!in.count_value()) {
+    throw InputError(detail::concat(quoted(in.file()), ": ", context, ": more than ",
+                                    kMaxMetadataValues, " metadata values (at byte offset ",
+                                    v.offset, "); not a model's metadata"));
+  }
   switch (type) {
     case GgufType::kU8:
       v.value = uint64_t{in.scalar<uint8_t>(context, "a u8")};

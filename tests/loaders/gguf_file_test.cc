@@ -107,6 +107,18 @@ TEST_F(GgufFileTest, ArrayLengthPastTheEndIsRefusedBeforeAllocating) {
               "left)"));
 }
 
+// A count the file could hold but no model's metadata needs: refused before it takes gigabytes
+// of RAM as parsed values.
+TEST_F(GgufFileTest, MoreMetadataValuesThanAModelNeedsAreRefused) {
+  GgufBytes b;
+  const uint64_t n = (uint64_t{1} << 22) + 1;
+  b.header(3, 0, 1).str("a").u32(9).u32(0).u64(n).zeros(n);  // an array of u8 from byte 49
+  // The array is value 1, element k value k + 2: element 2^22 - 1 is one too many.
+  EXPECT_EQ(open_error(file(), b),
+            q("metadata key 'a' (at byte offset 24): more than 4194304 metadata values (at byte "
+              "offset 4194352); not a model's metadata"));
+}
+
 TEST_F(GgufFileTest, TensorDataPastTheEndNamesTheTensor) {
   GgufBytes b;
   b.header(3, 1, 0).tensor("w", {32}, kF32, 64).align(32).zeros(128);
