@@ -112,7 +112,8 @@ int cli_main(int argc, char** argv) {
   plan_cmd
       ->add_option(
           "--model", plan.model,
-          "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...) or a model directory")
+          "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...), a model directory or a "
+          "GGUF file")
       ->required();
   plan_cmd->add_option("--hardware", plan.hardware_path, "hardware profile YAML")->required();
   plan_cmd->add_option("--prompt-len", plan.prompt_len, "prompt length");

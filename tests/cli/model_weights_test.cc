@@ -181,3 +181,28 @@ TEST_F(ModelWeights, AMissingGgufFileIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+// `plan --model FILE.gguf` plans the model the file's metadata describes: SmolLM2's GGUF gets
+// the plan of the directory converted from it (tools/fetch_smollm2.sh makes both).
+TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
+  const std::string args = std::string(" --hardware ") + H2OFLEX_SOURCE_DIR +
+                           "/experiments/hardware/local_cpu.yaml --prompt-len 64 --gen-len 8";
+  const Outcome gguf = run_h2oflex("plan --model " + std::string(H2OFLEX_SMOLLM2_GGUF) + args);
+  ASSERT_EQ(gguf.exit_code, 0) << gguf.output;
+  const Outcome dir = run_h2oflex("plan --model " + std::string(H2OFLEX_SMOLLM2_DIR) + args);
+  ASSERT_EQ(dir.exit_code, 0) << dir.output;
+  EXPECT_TRUE(contains(gguf.output, "model: SmolLM2-135M-Instruct.Q4_1  ")) << gguf.output;
+  EXPECT_TRUE(contains(gguf.output, "9 query heads, 3 KV heads x 64 dims")) << gguf.output;
+  // Everything between the first line (which names the model) and the search's timing is the
+  // same plan.
+  const auto plan_of = [](const std::string& out) {
+    const size_t first = out.find('\n');
+    return out.substr(first, out.find("searched ") - first);
+  };
+  EXPECT_EQ(plan_of(gguf.output), plan_of(dir.output));
+  EXPECT_TRUE(contains(plan_of(gguf.output), "predicted: prefill")) << gguf.output;
+}
+
+}  // namespace
