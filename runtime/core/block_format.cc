@@ -8,8 +8,10 @@
 
 #include "runtime/core/half.h"
 
-// The values must be the ones ggml and the `gguf` package compute, bit for bit: `d * q + m` must
-// not become a fused multiply-add (CMakeLists.txt compiles this file with -ffp-contract=off).
+// The values must be the ones ggml and the `gguf` package compute, bit for bit: each is computed
+// in ggml's order of operations (Q6_K's (d * scale) * q rounds twice, and that order is kept).
+// Products of an f16 scale and small integers are exact in f32, so a fused multiply-add in
+// `d * q + m` could not change a result.
 
 namespace h2oflex {
 namespace {
