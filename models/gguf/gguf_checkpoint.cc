@@ -59,7 +59,6 @@ struct Architecture {
 };
 constexpr Architecture kArchitectures[] = {
     {"llama", "llama", true, false},
-    {"mistral", "mistral", true, false},
     {"qwen2", "qwen2", false, true},
 };
 
@@ -190,7 +189,7 @@ std::shared_ptr<const GgufCheckpoint> GgufCheckpoint::open(const std::filesystem
   }
   if (arch == nullptr) {
     f.key_error("general.architecture",
-                "is '" + arch_name + "'; implemented: llama, mistral, qwen2 (the LLaMA family)");
+                "is '" + arch_name + "'; implemented: llama (Llama, Mistral), qwen2");
   }
   const auto model =
       std::make_shared<const LlamaModel>(llama_config(f, *arch, path.stem().string()));

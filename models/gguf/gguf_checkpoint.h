@@ -2,10 +2,11 @@
 // metadata, and each of the family's weight specs read from its GGUF tensor (llama.cpp's names,
 // `token_embd`, `blk.N.attn_q`, ..., `output_norm`, `output`), unpacked through the block table.
 //
-// Families: `general.architecture` llama and mistral (llama.cpp's converter permutes the rows of
-// their attn_q / attn_k for its rotary convention; the permutation is undone on read) and qwen2
-// (not permuted; q/k/v biases) run as models/llama. Any other architecture is refused naming the
-// key. A missing `output.weight` means the LM head is the token embedding (tied).
+// Families: `general.architecture` llama (llama.cpp's converter writes Llama and Mistral models
+// so, and permutes the rows of their attn_q / attn_k for its rotary convention; the permutation
+// is undone on read) and qwen2 (not permuted; q/k/v biases) run as models/llama. Any other
+// architecture is refused naming the key. A missing `output.weight` means the LM head is the
+// token embedding (tied).
 #pragma once
 
 #include <filesystem>

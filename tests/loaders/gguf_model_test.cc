@@ -108,8 +108,8 @@ TEST_F(GgufModelErrors, AnArchitectureOutsideTheLlamaFamilyIsRefusedNamingTheKey
   EXPECT_EQ(
       error_of(file),
       detail::concat(quoted(file), ": metadata key 'general.architecture' (at byte offset ", at,
-                     ", a string) is 'bloom'; implemented: llama, mistral, "
-                     "qwen2 (the LLaMA family)"));
+                     ", a string) is 'bloom'; implemented: llama (Llama, Mistral), "
+                     "qwen2"));
 }
 
 TEST_F(GgufModelErrors, DimsThatDoNotMatchTheMetadataAreRefusedNamingTheTensor) {
