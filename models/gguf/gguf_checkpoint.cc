@@ -14,6 +14,9 @@
 namespace h2oflex {
 namespace {
 
+// Values unpacked per step of GgufCheckpoint::read (16 MiB of f32).
+constexpr uint64_t kChunkValues = uint64_t{1} << 22;
+
 // The LLaMA family's tensor names (models/llama, without the layer prefix) and llama.cpp's.
 constexpr std::pair<const char*, const char*> kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
@@ -246,29 +249,31 @@ void GgufCheckpoint::read(const WeightSpec& spec, DType dtype, void* dst) const 
   const auto it = sources_.find(spec.name);
   if (it == sources_.end()) throw InternalError("no GGUF tensor for weight spec " + spec.name);
   const Source& s = it->second;
-  const uint64_t n = s.tensor->numel();
+  H2OFLEX_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16,
+                "GGUF weights cannot be stored as ", dtype_name(dtype));
+  // Rows in chunks of about 4M values (whole heads where rows are permuted per head), so the
+  // RAM beyond `dst` stays bounded when the stored dtype is not f32.
+  const uint64_t cols = s.tensor->dims[0];
+  const uint64_t rows = s.tensor->numel() / cols;
+  const uint64_t unit =
+      s.permuted_heads > 0 ? rows / static_cast<uint64_t>(s.permuted_heads) : uint64_t{1};
+  const uint64_t chunk_rows = std::max<uint64_t>(1, kChunkValues / (cols * unit)) * unit;
   std::vector<float> staging;
-  float* values = static_cast<float*>(dst);
-  if (dtype != DType::F32) {
-    staging.resize(static_cast<size_t>(n));
-    values = staging.data();
-  }
-  file_.read_f32(*s.tensor, values);
-  if (s.permuted_heads > 0) {
-    const int64_t rows = spec.shape[0];
-    unpermute_rows(values, rows, static_cast<int64_t>(n) / rows, s.permuted_heads);
-  }
-  switch (dtype) {
-    case DType::F32:
-      break;
-    case DType::F16:
-      convert_f32_to_f16(values, static_cast<uint16_t*>(dst), static_cast<size_t>(n));
-      break;
-    case DType::BF16:
-      convert_f32_to_bf16(values, static_cast<uint16_t*>(dst), static_cast<size_t>(n));
-      break;
-    default:
-      throw InternalError(detail::concat("GGUF weights cannot be stored as ", dtype_name(dtype)));
+  if (dtype != DType::F32) staging.resize(static_cast<size_t>(std::min(rows, chunk_rows) * cols));
+  for (uint64_t first = 0; first < rows; first += chunk_rows) {
+    const uint64_t count = std::min(chunk_rows, rows - first);
+    const size_t n = static_cast<size_t>(count * cols);
+    float* values = dtype == DType::F32 ? static_cast<float*>(dst) + first * cols : staging.data();
+    file_.read_f32_rows(*s.tensor, first, count, values);
+    if (s.permuted_heads > 0) {
+      unpermute_rows(values, static_cast<int64_t>(count), static_cast<int64_t>(cols),
+                     static_cast<int64_t>(count / unit));
+    }
+    if (dtype == DType::F16) {
+      convert_f32_to_f16(values, static_cast<uint16_t*>(dst) + first * cols, n);
+    } else if (dtype == DType::BF16) {
+      convert_f32_to_bf16(values, static_cast<uint16_t*>(dst) + first * cols, n);
+    }
   }
 }
 

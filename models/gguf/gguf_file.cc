@@ -563,18 +563,26 @@ void require_unpackable(const GgufFile& file, const GgufTensorInfo& info) {
 }
 
 void GgufFile::read_f32(const GgufTensorInfo& info, float* dst) const {
+  read_f32_rows(info, 0, info.numel() / info.dims[0], dst);
+}
+
+void GgufFile::read_f32_rows(const GgufTensorInfo& info, uint64_t first, uint64_t count,
+                             float* dst) const {
   require_unpackable(*this, info);
   const BlockFormat& f = *info.format;
+  const uint64_t blocks_per_row = info.dims[0] / f.block_values;  // whole: checked at open
+  H2OFLEX_CHECK(first + count <= info.numel() / info.dims[0], "rows past the tensor's end");
   // A few MiB of stored blocks at a time: RAM beyond `dst` stays bounded.
   const uint64_t blocks_per_chunk = std::max<uint64_t>(1, (4ull << 20) / f.block_bytes);
-  const uint64_t blocks = info.nbytes / f.block_bytes;
+  const uint64_t begin = first * blocks_per_row, blocks = count * blocks_per_row;
   std::vector<uint8_t> staging(
       static_cast<size_t>(std::min(blocks, blocks_per_chunk) * f.block_bytes));
-  for (uint64_t first = 0; first < blocks; first += blocks_per_chunk) {
-    const uint64_t n = std::min(blocks_per_chunk, blocks - first);
-    pread_exact(fd_, staging.data(), n * f.block_bytes, info.offset + first * f.block_bytes, path_,
+  for (uint64_t done = 0; done < blocks; done += blocks_per_chunk) {
+    const uint64_t n = std::min(blocks_per_chunk, blocks - done);
+    pread_exact(fd_, staging.data(), n * f.block_bytes,
+                info.offset + (begin + done) * f.block_bytes, path_,
                 detail::concat("tensor ", quote_excerpt(info.name)));
-    f.unpack(staging.data(), dst + first * f.block_values, static_cast<size_t>(n));
+    f.unpack(staging.data(), dst + done * f.block_values, static_cast<size_t>(n));
   }
 }
 

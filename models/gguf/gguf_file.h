@@ -100,6 +100,8 @@ class GgufFile {
   // The tensor unpacked to f32 (info.numel() values) into `dst`, a block range at a time;
   // InputError naming the tensor and its type when the table cannot unpack it.
   void read_f32(const GgufTensorInfo& info, float* dst) const;
+  // Rows [first, first + count) of the tensor (a row: dims[0] values) unpacked into `dst`.
+  void read_f32_rows(const GgufTensorInfo& info, uint64_t first, uint64_t count, float* dst) const;
 
   // "'FILE': " + what, for messages of code that reads this file.
   std::string where(std::string_view what) const;

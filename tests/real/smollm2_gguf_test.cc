@@ -50,6 +50,20 @@ TEST(SmolLM2Gguf, WeightsLogitsAndGreedyTokensEqualTheConvertedDirectory) {
         << specs[i].name << " differs from the converted directory's";
   }
 
+  // Stored as bf16 (unpacked a few million values at a time, then rounded): the directory's
+  // bf16 weights, bit for bit.
+  {
+    const ModelWeights bf16 = load_model_weights(*src.model, DType::BF16, src.producer);
+    const LoadedModel& dir16 = smollm2_model(DType::BF16);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Tensor& a = bf16.tensors[i];
+      const Tensor& b = dir16.weights.tensors[i];
+      ASSERT_EQ(a.numel() * dtype_size(a.dtype()), b.numel() * dtype_size(b.dtype()));
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.numel() * dtype_size(a.dtype())), 0)
+          << specs[i].name << " (bf16) differs from the converted directory's";
+    }
+  }
+
   // A chat prompt: the greedy tokens are transformers', the logits the directory's (one prefill
   // of it: the weights being equal, more steps would compare the same arithmetic again).
   for (const auto& p : smollm2_expected()["prompts"]) {
