@@ -112,7 +112,8 @@ int cli_main(int argc, char** argv) {
   plan_cmd
       ->add_option(
           "--model", plan.model,
-          "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...) or a model directory")
+          "a published model name (opt-30b, llama-3-8b, pythia-6.9b, ...), a model directory or a "
+          "GGUF file")
       ->required();
   plan_cmd->add_option("--hardware", plan.hardware_path, "hardware profile YAML")->required();
   plan_cmd->add_option("--prompt-len", plan.prompt_len, "prompt length");
@@ -140,9 +141,10 @@ int cli_main(int argc, char** argv) {
   exp_cmd->add_flag("--predict", exp.predict, "only evaluate the cost model");
 
   ConvertOptions conv;
-  CLI::App* conv_cmd =
-      app.add_subcommand("convert", "a Hugging Face checkpoint into the offload layout");
-  conv_cmd->add_option("--from", conv.from, "Hugging Face directory")->required();
+  CLI::App* conv_cmd = app.add_subcommand(
+      "convert", "a Hugging Face checkpoint or GGUF file into the offload layout");
+  conv_cmd->add_option("--from", conv.from, "Hugging Face directory or GGUF file (.gguf)")
+      ->required();
   conv_cmd->add_option("--to", conv.to, "output directory")->required();
   conv_cmd->add_option("--dtype", conv.dtype, "matrix storage type: bf16 (default), f16, f32");
 

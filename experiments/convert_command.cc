@@ -4,12 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "engine/model_layout.h"
 #include "experiments/model_source.h"
 #include "experiments/output_paths.h"
+#include "models/gguf/gguf_checkpoint.h"
 #include "offload/weights/weight_layout.h"
 #include "runtime/core/timer.h"
 
@@ -92,6 +94,10 @@ int run_convert(const ConvertOptions& o) {
   check_destination(o.to);
   // Checks config.json and every tensor's presence and shape before writing anything.
   const ModelSource src = open_model_source(o.from, /*dummy=*/false, 0);
+  // A GGUF file's config and tokenizer are its metadata: written as the files they stand for.
+  const std::map<std::string, nlohmann::json> documents =
+      is_gguf_path(o.from) ? GgufCheckpoint::open(o.from)->hf_documents()
+                           : std::map<std::string, nlohmann::json>{};
   OutputDirectory made(o.to, "--to");
   std::vector<NamedPath> inputs;
   add_directory_inputs(inputs, o.from, "--from '" + o.from + "'");
@@ -100,9 +106,12 @@ int run_convert(const ConvertOptions& o) {
   check_output_paths(inputs, files_in(o.to, outputs, "--to"));
   Stopwatch watch;
   auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer, {});
+  for (const auto& [name, doc] : documents) {
+    write_file_atomically((fs::path(o.to) / name).string(), doc.dump(2) + "\n");
+  }
   for (const char* name : kCopiedFiles) {
     const fs::path from = fs::path(o.from) / name;
-    if (fs::exists(from)) fs::copy_file(from, fs::path(o.to) / name);
+    if (documents.empty() && fs::exists(from)) fs::copy_file(from, fs::path(o.to) / name);
   }
   made.keep();
   std::printf("converted %s -> %s: %zu tensors, %.3f GiB as %s, %.1f s\n", o.from.c_str(),

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "models/gguf/gguf_checkpoint.h"
+#include "models/gguf/gguf_tokenizer.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 
@@ -81,9 +83,15 @@ RunConfig load_job_config(const JobConfigSource& job,
 }
 
 BpeTokenizer load_job_tokenizer(const std::string& model, const std::string& command) {
+  if (is_gguf_path(model)) {
+    std::error_code ec;
+    H2OFLEX_INPUT_CHECK(fs::is_regular_file(model, ec), "model '", model,
+                        "' names a GGUF file (.gguf) that does not exist or is not a file");
+    return load_gguf_tokenizer(GgufFile::open(model));
+  }
   H2OFLEX_INPUT_CHECK(fs::is_directory(model), "model '", model, "' is not a directory: ", command,
                       " needs the model's tokenizer files (tokenizer.json, or vocab.json + "
-                      "merges.txt) beside its config.json");
+                      "merges.txt) beside its config.json, or a GGUF file");
   return load_tokenizer(model);
 }
 

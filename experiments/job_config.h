@@ -41,7 +41,8 @@ std::vector<std::pair<std::string, std::string>> job_unused_keys();
 RunConfig load_job_config(const JobConfigSource& job,
                           const std::function<void(YAML::Node& root)>& defaults);
 
-// The tokenizer files beside the model's config.json; InputError when `model` is no directory.
+// The tokenizer files beside the model's config.json, or a GGUF file's tokenizer (its metadata);
+// InputError when `model` is neither a directory nor a GGUF file.
 BpeTokenizer load_job_tokenizer(const std::string& model, const std::string& command);
 
 }  // namespace h2oflex

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "experiments/sha256.h"
+#include "models/gguf/gguf_checkpoint.h"
 #include "models/loaders/dummy_weights.h"
 #include "models/loaders/hf_checkpoint.h"
 #include "models/model_catalog.h"
@@ -108,7 +109,49 @@ bool holds_safetensors(const std::filesystem::path& dir) {
          std::filesystem::exists(dir / SafetensorsReader::kIndexName);
 }
 
+// What identifies a GGUF file's content, as checkpoint_fingerprint for safetensors: its name,
+// size, modification time and everything before the tensor data (metadata and tensor infos).
+std::string gguf_fingerprint(const GgufFile& file) {
+  namespace fs = std::filesystem;
+  std::ifstream in(file.path(), std::ios::binary);
+  H2OFLEX_INPUT_CHECK(in.good(), "'", file.path().string(), "': cannot read");
+  std::string header(static_cast<size_t>(file.data_offset()), '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header.size()));
+  H2OFLEX_INPUT_CHECK(in.good(), "'", file.path().string(), "': read failed");
+  const auto mtime = fs::last_write_time(file.path()).time_since_epoch().count();
+  return sha256_hex(detail::concat(file.path().filename().string(), " ", file.file_size(), " ",
+                                   mtime, " ", sha256_hex(header), "\n"))
+      .substr(0, 16);
+}
+
+// A GGUF file: the model from its metadata, each weight unpacked from its blocks at load.
+ModelSource open_gguf_source(const std::string& model, std::optional<bool> dummy, uint64_t seed) {
+  ModelSource src;
+  std::error_code ec;
+  H2OFLEX_INPUT_CHECK(std::filesystem::is_regular_file(model, ec), "model '", model,
+                      "' names a GGUF file (.gguf) that does not exist or is not a file");
+  const std::shared_ptr<const GgufCheckpoint> ckpt = GgufCheckpoint::open(model);
+  src.model = ckpt->model();
+  const std::string fingerprint = gguf_fingerprint(ckpt->file());
+  if (dummy.value_or(false)) {
+    with_dummy_weights(src, model, "metadata only, ", seed);
+    src.content = detail::concat("dummy:gguf=", fingerprint, ":seed=", seed);
+    return src;
+  }
+  src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
+    ckpt->read(spec, dtype, dst);
+  };
+  // Computing on the packed blocks is not implemented yet: each tensor is unpacked to the
+  // run's weight dtype as it is loaded, and the start-up line says so.
+  src.description = detail::concat(model, " (GGUF weights ", ckpt->format_summary(),
+                                   ", unpacked to the run's weight dtype at load)");
+  src.key = std::filesystem::absolute(model).string() + ":content=" + fingerprint;
+  src.content = "gguf:" + fingerprint;
+  return src;
+}
+
 ModelSource open_source(const std::string& model, std::optional<bool> dummy, uint64_t seed) {
+  if (is_gguf_path(model)) return open_gguf_source(model, dummy, seed);
   ModelSource src;
   if ((src.model = published_model(model))) {
     H2OFLEX_INPUT_CHECK(dummy.value_or(true), "model '", model,
@@ -120,7 +163,7 @@ ModelSource open_source(const std::string& model, std::optional<bool> dummy, uin
   const std::filesystem::path dir(model);
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
                       "' is neither a known model name (", published_model_list(),
-                      ") nor an existing directory");
+                      "), nor an existing directory, nor a GGUF file (.gguf)");
   const std::string name = dir.filename().string();
   if (std::filesystem::exists(dir / WeightLayout::kIndexFile)) {
     // A directory written by `h2oflex convert`: the offload layout, checksums verified on read.

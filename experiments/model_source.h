@@ -1,6 +1,6 @@
 // Where a run's model comes from: a published shape (any family in models/model_catalog) with
-// dummy weights, or a Hugging Face directory (config.json + safetensors, or an offload layout
-// written by `h2oflex convert`).
+// dummy weights, a Hugging Face directory (config.json + safetensors, or an offload layout
+// written by `h2oflex convert`), or a GGUF file.
 #pragma once
 
 #include <memory>
@@ -29,7 +29,8 @@ struct ModelSource {
 // not written. The one rule for every command: a published name has no weights here, so it runs
 // on dummy weights unless `dummy: false` asks for a checkpoint (refused); a directory means the
 // weights it holds (safetensors, or an offload layout written by `h2oflex convert`) unless
-// `dummy: true` is written, and a directory holding none is refused naming `dummy`.
+// `dummy: true` is written, and a directory holding none is refused naming `dummy`. A path
+// ending in .gguf is a GGUF file (models/gguf): its weights, or with `dummy: true` its shape.
 ModelSource open_model_source(const std::string& model, std::optional<bool> dummy, uint64_t seed);
 
 }  // namespace h2oflex

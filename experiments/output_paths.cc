@@ -63,6 +63,10 @@ std::string temporary_path_for(const std::string& path) {
 void add_directory_inputs(std::vector<NamedPath>& inputs, const std::string& dir,
                           const std::string& what) {
   std::error_code ec;
+  if (!dir.empty() && fs::is_regular_file(dir, ec)) {  // a model that is one file (GGUF)
+    inputs.push_back({"the model file", dir});
+    return;
+  }
   if (dir.empty() || !fs::is_directory(dir, ec)) return;
   for (auto it =
            fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);

@@ -25,7 +25,8 @@ void check_output_paths(const std::vector<NamedPath>& inputs,
 
 // Every file in the directory `dir` and below, as inputs named "a file of <what>"; nothing when
 // `dir` is no directory (a published model name). A model directory's files are all inputs:
-// config, shards, index, tokenizer files and whatever else lies there.
+// config, shards, index, tokenizer files and whatever else lies there. A model that is one file
+// (a GGUF checkpoint) is that input itself.
 void add_directory_inputs(std::vector<NamedPath>& inputs, const std::string& dir,
                           const std::string& what);
 

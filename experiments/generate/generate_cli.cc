@@ -8,8 +8,8 @@ CLI::App* add_generate_subcommand(CLI::App& app, GenerateJobOptions& options) {
       "offline batch generation: JSONL prompts in, JSONL completions out; resumable (rerun the "
       "same command after an interruption)");
   cmd->add_option("--model", options.model_dir,
-                  "model directory (config.json, safetensors, tokenizer files); replaces the "
-                  "config's model");
+                  "model directory (config.json, safetensors, tokenizer files) or GGUF file; "
+                  "replaces the config's model");
   cmd->add_option("--input", options.input,
                   "requests, one JSON per line: {id, prompt, max_new_tokens?, temperature?, "
                   "top_p?, stop?} or OpenAI batch lines {custom_id, body: {prompt, max_tokens?, "

@@ -13,6 +13,8 @@
 #include "experiments/generate/progress_meter.h"
 #include "experiments/generate/result_log.h"
 #include "models/chat_template/model_chat_template.h"
+#include "models/gguf/gguf_checkpoint.h"
+#include "models/gguf/gguf_tokenizer.h"
 #include "runtime/core/error.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/timer.h"
@@ -68,6 +70,7 @@ std::optional<chat_template::ChatTemplate> chat_template_for(
     return r.messages.has_value();
   });
   if (!any_chat || model_dir.empty()) return std::nullopt;
+  if (is_gguf_path(model_dir)) return load_gguf_chat_template(GgufFile::open(model_dir));
   return chat_template::load_model_chat_template(model_dir);
 }
 

@@ -51,8 +51,8 @@ struct JobSettings {
   uint64_t seed = 1;
   int64_t max_positions = 2048;         // the model's context
   std::vector<int32_t> stop_ids = {2};  // ids that end a completion (empty: run to the limit)
-  // The model directory whose chat template renders chat requests; read only when the input
-  // has one (a template this renderer refuses is then an InputError, before anything is
+  // The model directory (or GGUF file) whose chat template renders chat requests; read only when
+  // the input has one (a template this renderer refuses is then an InputError, before anything is
   // written). Empty: the model has no template.
   std::string chat_template_dir;
   bool progress_terminal = false;

@@ -60,7 +60,7 @@ JobSettings GenerateSession::job_settings(bool group_by_length) const {
   s.defaults.top_p = config_.top_p;
   s.seed = config_.seed;
   s.max_positions = model_.model->max_positions();
-  s.chat_template_dir = config_.model;  // a directory: load_job_tokenizer checked it
+  s.chat_template_dir = config_.model;  // a directory or GGUF file: load_job_tokenizer checked it
   // With stop_at_eos off the model runs past EOS, and EOS is kept as an ordinary token.
   s.stop_ids.clear();
   if (config_.stop_at_eos) {

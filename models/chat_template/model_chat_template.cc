@@ -12,10 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 using tokenizer::JsonWhere;
 
-// The special tokens transformers passes to the template, as strings; those the model does
-// not name stay undefined.
-Dict special_token_variables(const fs::path& dir) {
-  const tokenizer::SpecialTokenConfig config = tokenizer::read_special_token_config(dir);
+}  // namespace
+
+Dict special_token_variables(const tokenizer::SpecialTokenConfig& config) {
   Dict vars;
   const std::pair<const char*, const tokenizer::NamedToken*> named[] = {{"bos_token", &config.bos},
                                                                         {"eos_token", &config.eos},
@@ -26,6 +25,8 @@ Dict special_token_variables(const fs::path& dir) {
   }
   return vars;
 }
+
+namespace {
 
 // tokenizer_config.json's chat_template: the text and where it is, or nullopt.
 std::optional<std::pair<std::string, std::string>> config_template(const fs::path& file) {
@@ -63,7 +64,8 @@ std::optional<ChatTemplate> load_model_chat_template(const fs::path& dir) {
     found = config_template(dir / "tokenizer_config.json");
   }
   if (!found) return std::nullopt;
-  return ChatTemplate(found->first, found->second, special_token_variables(dir));
+  return ChatTemplate(found->first, found->second,
+                      special_token_variables(tokenizer::read_special_token_config(dir)));
 }
 
 }  // namespace h2oflex::chat_template

@@ -1,5 +1,8 @@
 #include "models/llama/llama_config.h"
 
+#include <charconv>
+#include <map>
+
 #include "models/family_parts.h"
 #include "models/loaders/hf_json.h"
 
@@ -158,6 +161,37 @@ LlamaConfig read_hf_llama_config(const std::filesystem::path& path, const std::s
   keys.optional_token_id("pad_token_id", c.pad_id);
   keys.checkpoint_dtype();  // validated; the reader takes each tensor's own dtype
   return c;
+}
+
+nlohmann::json hf_llama_config_json(const LlamaConfig& c) {
+  H2OFLEX_CHECK(c.rope_scaling.type == RopeScaling::Type::None,
+                "only configs without rope scaling are written");
+  char eps[32];
+  const auto end = std::to_chars(eps, eps + sizeof eps, c.rms_norm_eps).ptr;
+  static const std::map<std::string, std::string> kArchitecture = {
+      {"llama", "LlamaForCausalLM"},
+      {"mistral", "MistralForCausalLM"},
+      {"qwen2", "Qwen2ForCausalLM"}};
+  return {{"architectures", {kArchitecture.at(c.model_type)}},
+          {"model_type", c.model_type},
+          {"hidden_size", c.hidden},
+          {"intermediate_size", c.ffn},
+          {"num_hidden_layers", c.layers},
+          {"num_attention_heads", c.heads},
+          {"num_key_value_heads", c.kv_heads},
+          {"head_dim", c.head_dim},
+          {"hidden_act", "silu"},
+          {"max_position_embeddings", c.max_positions},
+          {"rms_norm_eps", std::stod(std::string(eps, end))},
+          {"rope_theta", c.rope_theta},
+          {"rope_scaling", nullptr},
+          {"vocab_size", c.vocab},
+          {"tie_word_embeddings", c.tied_embeddings},
+          {"attention_bias", c.qkv_bias},
+          {"mlp_bias", false},
+          {"bos_token_id", c.bos_id},
+          {"eos_token_id", c.eos_id},
+          {"pad_token_id", c.pad_id}};
 }
 
 }  // namespace h2oflex

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "models/rope.h"
 
 namespace h2oflex {
@@ -44,5 +46,10 @@ std::vector<std::string> llama_model_names();
 // unsupported rope_scaling, a sliding window (not implemented: it would silently change results),
 // mlp_bias, or an activation other than silu.
 LlamaConfig read_hf_llama_config(const std::filesystem::path& path, const std::string& name);
+
+// The config.json read_hf_llama_config reads back as `c` (rope scaling None only: a model read
+// with another is refused here with InternalError, never written wrong). rms_norm_eps is the
+// shortest decimal that is the same f32.
+nlohmann::json hf_llama_config_json(const LlamaConfig& c);
 
 }  // namespace h2oflex

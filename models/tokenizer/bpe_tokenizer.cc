@@ -461,9 +461,14 @@ BpeTokenizer BpeTokenizer::load_model_dir(const std::filesystem::path& dir) {
                         ": no tokenizer.json, or vocab.json + merges.txt");
     return load_vocab_merges(dir / "vocab.json", dir / "merges.txt");
   }
-  const TokenizerFiles files = tokenizer::read_tokenizer_json(json_file);
+  return from_parts(tokenizer::read_tokenizer_json(json_file),
+                    tokenizer::read_special_token_config(dir));
+}
+
+BpeTokenizer BpeTokenizer::from_parts(const TokenizerFiles& files,
+                                      const tokenizer::SpecialTokenConfig& config) {
   auto tables = std::make_shared<Tables>(files);
-  tables->use_model_conventions(files, tokenizer::read_special_token_config(dir));
+  tables->use_model_conventions(files, config);
   return BpeTokenizer(std::move(tables));
 }
 

@@ -13,6 +13,11 @@
 
 namespace h2oflex {
 
+namespace tokenizer {
+struct TokenizerFiles;
+struct SpecialTokenConfig;
+}  // namespace tokenizer
+
 // Encodes text to token ids and back exactly as Hugging Face does for the model's files:
 // added (special) tokens split out of the text first, then the normalizer, the pre-tokenizer and
 // BPE merges by rank, over GPT-2 byte symbols or, for SentencePiece models, over characters with
@@ -33,6 +38,10 @@ class BpeTokenizer {
                                         const std::filesystem::path& merges_file);
   // See load_tokenizer().
   static BpeTokenizer load_model_dir(const std::filesystem::path& model_dir);
+  // A tokenizer.json's parsed contents with the special tokens a model directory's other files
+  // name (load_model_dir's parts, for tokenizers described elsewhere, e.g. in GGUF metadata).
+  static BpeTokenizer from_parts(const tokenizer::TokenizerFiles& files,
+                                 const tokenizer::SpecialTokenConfig& config);
 
   // `add_bos`: put the model's special tokens around the text, as its post-processor or
   // tokenizer_config.json says: bos_to_prepend() before it, eos_to_append() after it.

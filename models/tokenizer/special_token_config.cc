@@ -57,7 +57,28 @@ std::optional<json> read_if_present(const std::filesystem::path& file) {
   return root;
 }
 
+void read_token_names(const json& root, const JsonWhere& where, SpecialTokenConfig& out) {
+  read_named(root, "bos_token", where, out.bos);
+  read_named(root, "eos_token", where, out.eos);
+  read_named(root, "pad_token", where, out.pad);
+  read_named(root, "unk_token", where, out.unk);
+}
+
 }  // namespace
+
+void read_tokenizer_config_keys(const json& root, const std::string& source,
+                                SpecialTokenConfig& out) {
+  const JsonWhere where{source, ""};
+  read_token_names(root, where, out);
+  if (!field(root, "add_bos_token").is_null()) {
+    out.add_bos = bool_field(root, "add_bos_token", false, where);
+    out.add_bos_where = where.at("add_bos_token").str();
+  }
+  if (!field(root, "add_eos_token").is_null()) {
+    out.add_eos = bool_field(root, "add_eos_token", false, where);
+    out.add_eos_where = where.at("add_eos_token").str();
+  }
+}
 
 SpecialTokenConfig read_special_token_config(const std::filesystem::path& dir) {
   SpecialTokenConfig out;
@@ -66,20 +87,10 @@ SpecialTokenConfig read_special_token_config(const std::filesystem::path& dir) {
     const std::filesystem::path file = dir / name;
     const std::optional<json> root = read_if_present(file);
     if (!root) continue;
-    const JsonWhere where{file.string(), ""};
-    read_named(*root, "bos_token", where, out.bos);
-    read_named(*root, "eos_token", where, out.eos);
-    read_named(*root, "pad_token", where, out.pad);
-    read_named(*root, "unk_token", where, out.unk);
     if (std::string(name) == "tokenizer_config.json") {
-      if (!field(*root, "add_bos_token").is_null()) {
-        out.add_bos = bool_field(*root, "add_bos_token", false, where);
-        out.add_bos_where = where.at("add_bos_token").str();
-      }
-      if (!field(*root, "add_eos_token").is_null()) {
-        out.add_eos = bool_field(*root, "add_eos_token", false, where);
-        out.add_eos_where = where.at("add_eos_token").str();
-      }
+      read_tokenizer_config_keys(*root, file.string(), out);
+    } else {
+      read_token_names(*root, {file.string(), ""}, out);
     }
   }
   const std::filesystem::path generation_file = dir / "generation_config.json";

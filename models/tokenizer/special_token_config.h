@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace h2oflex::tokenizer {
 
 // A token named by a key such as "eos_token": a string, or an object with "content".
@@ -42,5 +44,10 @@ struct SpecialTokenConfig {
 // Reads whichever of the files exist in `dir`; InputError naming the file and key for a value
 // of the wrong type.
 SpecialTokenConfig read_special_token_config(const std::filesystem::path& dir);
+
+// The keys of a tokenizer_config.json document (bos/eos/pad/unk_token, add_bos_token,
+// add_eos_token) into `out`, over what it holds; `source` names the document in messages.
+void read_tokenizer_config_keys(const nlohmann::json& root, const std::string& source,
+                                SpecialTokenConfig& out);
 
 }  // namespace h2oflex::tokenizer

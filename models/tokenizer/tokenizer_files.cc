@@ -163,14 +163,17 @@ TokenizerFiles read_vocab_merges(const std::filesystem::path& vocab_file,
 }
 
 TokenizerFiles read_tokenizer_json(const std::filesystem::path& file) {
-  const json root = read_json_file(file);
-  const JsonWhere top{file.string(), ""};
+  return parse_tokenizer_json(read_json_file(file), file.string());
+}
+
+TokenizerFiles parse_tokenizer_json(const json& root, const std::string& source) {
+  const JsonWhere top{source, ""};
   H2OFLEX_INPUT_CHECK(root.is_object(), top.str(), ": top level is not an object");
   for (const char* key : {"truncation", "padding"}) {
     if (!field(root, key).is_null()) top.at(key).fail("not supported (expected null)");
   }
   TokenizerFiles files;
-  files.vocab_source = file.string();
+  files.vocab_source = source;
   read_model(field(root, "model"), top.at("model"), files);
   files.added = parse_added_tokens(field(root, "added_tokens"), top.at("added_tokens"));
   files.normalizer = parse_normalizer(field(root, "normalizer"), top.at("normalizer"));

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "models/tokenizer/pipeline.h"
 
 namespace h2oflex::tokenizer {
@@ -73,5 +75,8 @@ TokenizerFiles read_vocab_merges(const std::filesystem::path& vocab_file,
 // added_tokens, and the normalizer, pre_tokenizer, decoder and post_processor steps listed in
 // pipeline.h. Anything else is rejected with InputError naming the file and the key.
 TokenizerFiles read_tokenizer_json(const std::filesystem::path& file);
+// The same from a parsed document; `source` names it in messages (a file, or where the document
+// was built from, e.g. a GGUF file's metadata).
+TokenizerFiles parse_tokenizer_json(const nlohmann::json& root, const std::string& source);
 
 }  // namespace h2oflex::tokenizer

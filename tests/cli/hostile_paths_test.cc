@@ -87,6 +87,24 @@ class HostilePaths : public h2oflex::testing_support::ScratchDirTest {
   }
 };
 
+// `--json` naming the GGUF file the model is (run, generate, eval): the file is an input too.
+TEST_F(HostilePaths, JsonOntoTheGgufModelFileIsRefused) {
+  const fs::path m = dir() / "m.gguf";
+  fs::copy_file(kSource / "tests/fixtures/gguf/llama-q4_0-tied.gguf", m);
+  const fs::path cfg =
+      write(dir() / "c.yaml", "model: " + m.string() + "\nprompt_len: 4\ngen_len: 2\n");
+  expect_refused({"run", cfg.string(), "--json", m.string()},
+                 {"--json", "the model file", "m.gguf", "are the same file"});
+  const fs::path in = write(dir() / "in.jsonl", "{\"prompt\": \"Hello\"}\n");
+  expect_refused({"generate", "--model", m.string(), "--input", in.string(), "--output",
+                  (dir() / "out.jsonl").string(), "--json", m.string()},
+                 {"--json", "the model file", "are the same file"});
+  const fs::path text = write(dir() / "t.txt", "The river ran past the old mill.");
+  expect_refused(
+      {"eval", "perplexity", "--model", m.string(), "--text", text.string(), "--json", m.string()},
+      {"--json", "the model file", "are the same file"});
+}
+
 // Defect 1: `--json` naming a file of the model directory (run, generate, eval).
 TEST_F(HostilePaths, JsonOntoAFileOfTheModelDirectoryIsRefused) {
   const fs::path m = model_copy("M");

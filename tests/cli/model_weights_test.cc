@@ -139,3 +139,70 @@ TEST_F(ModelWeights, GenerateEvalAndConvertRefuseAWeightlessDirectoryNamingDummy
 }
 
 }  // namespace
+
+namespace {
+
+const fs::path kGguf = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/gguf/llama-q4_k-q6_k.gguf";
+
+// `model: FILE.gguf` runs the file's weights (the start-up line says they are unpacked at load),
+// `dummy: true` its shape on random weights, and `convert --from FILE.gguf` writes a model
+// directory (offload layout, config.json) that runs to the same tokens.
+TEST_F(ModelWeights, AGgufFileRunsItsWeightsAndConvertsToTheSameTokens) {
+  const std::string workload = "prompt_len: 6\ngen_len: 4\ncompute_dtype: f32\n";
+  const Outcome own = run_config("model: " + kGguf.string() + "\n" + workload);
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  EXPECT_TRUE(contains(own.output,
+                       "GGUF weights Q4_1 x 13, F32 x 5, Q4_K x 1, Q6_K x 1, Q8_0 x 1, "
+                       "unpacked to the run's weight dtype at load"))
+      << own.output;
+  const nlohmann::json tokens = result()["tokens"];
+
+  const Outcome dummy = run_config("model: " + kGguf.string() + "\ndummy: true\n" + workload);
+  ASSERT_EQ(dummy.exit_code, 0) << dummy.output;
+  EXPECT_TRUE(contains(dummy.output, "metadata only, dummy weights, seed 1")) << dummy.output;
+  EXPECT_NE(result()["tokens"], tokens) << "dummy: true must replace the file's weights";
+
+  const fs::path to = dir() / "converted";
+  const Outcome convert =
+      run_h2oflex("convert --from " + kGguf.string() + " --to " + to.string() + " --dtype f32");
+  ASSERT_EQ(convert.exit_code, 0) << convert.output;
+  EXPECT_TRUE(fs::exists(to / "config.json"));
+  EXPECT_FALSE(fs::exists(to / "tokenizer.json")) << "the file's metadata has no tokenizer";
+  const Outcome layout = run_config("model: " + to.string() + "\n" + workload);
+  ASSERT_EQ(layout.exit_code, 0) << layout.output;
+  EXPECT_EQ(result()["tokens"], tokens);
+}
+
+TEST_F(ModelWeights, AMissingGgufFileIsRefused) {
+  const Outcome o = run_config("model: " + (dir() / "absent.gguf").string() + "\n" + kWorkload);
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  EXPECT_TRUE(contains(o.output, "absent.gguf' names a GGUF file (.gguf) that does not exist"))
+      << o.output;
+}
+
+}  // namespace
+
+namespace {
+
+// `plan --model FILE.gguf` plans the model the file's metadata describes: SmolLM2's GGUF gets
+// the plan of the directory converted from it (tools/fetch_smollm2.sh makes both).
+TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
+  const std::string args = std::string(" --hardware ") + H2OFLEX_SOURCE_DIR +
+                           "/experiments/hardware/local_cpu.yaml --prompt-len 64 --gen-len 8";
+  const Outcome gguf = run_h2oflex("plan --model " + std::string(H2OFLEX_SMOLLM2_GGUF) + args);
+  ASSERT_EQ(gguf.exit_code, 0) << gguf.output;
+  const Outcome dir = run_h2oflex("plan --model " + std::string(H2OFLEX_SMOLLM2_DIR) + args);
+  ASSERT_EQ(dir.exit_code, 0) << dir.output;
+  EXPECT_TRUE(contains(gguf.output, "model: SmolLM2-135M-Instruct.Q4_1  ")) << gguf.output;
+  EXPECT_TRUE(contains(gguf.output, "9 query heads, 3 KV heads x 64 dims")) << gguf.output;
+  // Everything between the first line (which names the model) and the search's timing is the
+  // same plan.
+  const auto plan_of = [](const std::string& out) {
+    const size_t first = out.find('\n');
+    return out.substr(first, out.find("searched ") - first);
+  };
+  EXPECT_EQ(plan_of(gguf.output), plan_of(dir.output));
+  EXPECT_TRUE(contains(plan_of(gguf.output), "predicted: prefill")) << gguf.output;
+}
+
+}  // namespace

@@ -331,3 +331,28 @@ TEST(ChoiceTasks, LengthIsInCharacters) {
 
 }  // namespace
 }  // namespace h2oflex::testing
+
+namespace h2oflex::testing {
+namespace {
+
+// eval on SmolLM2's GGUF file (its tokenizer from the metadata, its weights unpacked) scores a
+// text exactly as on the directory converted from it: the same tokens, the same NLL per token.
+TEST_F(EvalCommandTest, PerplexityOfAGgufFileEqualsItsConvertedDirectory) {
+  write_text(dir() / "t.txt",
+             "The river ran past the old mill, and the children played by the "
+             "water until the sun went down.");
+  std::vector<json> results;
+  for (const std::string model : {H2OFLEX_SMOLLM2_GGUF, H2OFLEX_SMOLLM2_DIR}) {
+    EvalOptions o = options("t.txt", "r.json");
+    o.model_dir = model;
+    o.overrides = {"compute_dtype=f32"};
+    ASSERT_EQ(run_eval_perplexity(o), 0) << model;
+    results.push_back(result("r.json"));
+  }
+  EXPECT_EQ(results[0]["tokens"], results[1]["tokens"]);
+  EXPECT_GT(results[0]["tokens"].get<int>(), 15);
+  EXPECT_EQ(results[0]["nll"], results[1]["nll"]);
+}
+
+}  // namespace
+}  // namespace h2oflex::testing

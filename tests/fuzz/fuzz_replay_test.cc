@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/fuzz/chat_template.cc"
+#include "tools/fuzz/gguf_header.cc"
 #include "tools/fuzz/hf_config.cc"
 #include "tools/fuzz/request_line.cc"
 #include "tools/fuzz/run_config.cc"
@@ -32,7 +33,8 @@ const Target kTargets[] = {{"safetensors_header", fuzz_safetensors_header},
                            {"request_line", fuzz_request_line},
                            {"tokenizer_files", fuzz_tokenizer_files},
                            {"chat_template", fuzz_chat_template},
-                           {"tokenizer_json", fuzz_tokenizer_json}};
+                           {"tokenizer_json", fuzz_tokenizer_json},
+                           {"gguf_header", fuzz_gguf_header}};
 
 class FuzzReplay : public ::testing::TestWithParam<Target> {};
 

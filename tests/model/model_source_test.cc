@@ -102,5 +102,29 @@ TEST_F(ModelSourceTest, TensorsTheConfigDoesNotDescribeAreRefusedByName) {
   }
 }
 
+// A GGUF file is keyed as a checkpoint directory is: its name, size, modification time and
+// header, so new tensor values written in place give a new key and content (a run rebuilds the
+// layout it built from the old values), and an unchanged file keeps both.
+TEST_F(ModelSourceTest, GgufKeyAndContentFollowTheFile) {
+  const fs::path g = dir() / "m.gguf";
+  fs::copy_file(fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/gguf/llama-q4_0-tied.gguf", g);
+  const ModelSource before = open_model_source(g.string(), std::nullopt, 0);
+  EXPECT_EQ(before.content.rfind("gguf:", 0), 0u) << before.content;
+  EXPECT_EQ(open_model_source(g.string(), std::nullopt, 0).key, before.key);
+  EXPECT_EQ(open_model_source(g.string(), std::nullopt, 0).content, before.content);
+  const auto written = fs::last_write_time(g);
+  flip_last_byte(g);  // a value of the last tensor
+  fs::last_write_time(g, written + std::chrono::seconds(5));
+  const ModelSource after = open_model_source(g.string(), std::nullopt, 0);
+  EXPECT_NE(after.key, before.key);
+  EXPECT_NE(after.content, before.content);
+  EXPECT_EQ(model_layout_dir("/d", after.key, DType::F32),
+            model_layout_dir("/d", before.key, DType::F32));
+  // dummy: true runs the metadata's shape: its content names the file's and the seed.
+  const ModelSource dummy = open_model_source(g.string(), true, 7);
+  EXPECT_TRUE(dummy.dummy);
+  EXPECT_NE(dummy.content.find(":seed=7"), std::string::npos) << dummy.content;
+}
+
 }  // namespace
 }  // namespace h2oflex

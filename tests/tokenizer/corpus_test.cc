@@ -36,10 +36,11 @@ std::string smollm2_dir() {
 struct Kind {
   const char* name;     // the slice file's name
   const char* fixture;  // the tokenizer's fixture directory; nullptr: SmolLM2's model directory
+  bool gguf = false;    // SmolLM2's GGUF file instead (its tokenizer from the metadata)
 };
 
 void PrintTo(const Kind& kind, std::ostream* os) {
-  *os << kind.name;
+  *os << kind.name << (kind.gguf ? " (GGUF)" : "");
 }
 
 class CorpusSlice : public testing_support::ScratchDirTest,
@@ -47,9 +48,10 @@ class CorpusSlice : public testing_support::ScratchDirTest,
 
 TEST_P(CorpusSlice, IdsDroppedBytesAndDecodeMatchTheReference) {
   const Kind kind = GetParam();
-  const std::string model =
-      kind.fixture ? (kSource / "tests/fixtures" / kind.fixture).string() : smollm2_dir();
-  ASSERT_TRUE(fs::exists(fs::path(model) / "tokenizer.json"))
+  const std::string model = kind.gguf      ? std::string(H2OFLEX_SMOLLM2_GGUF)
+                            : kind.fixture ? (kSource / "tests/fixtures" / kind.fixture).string()
+                                           : smollm2_dir();
+  ASSERT_TRUE(fs::exists(kind.gguf ? fs::path(model) : fs::path(model) / "tokenizer.json"))
       << model << " has no tokenizer.json: run tools/fetch_smollm2.sh (it makes the SmolLM2 "
       << "model directory)";
   const fs::path corpus = kSlice / "corpus.jsonl";
@@ -95,9 +97,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Kind{"llama2-metaspace", "tokenizer-llama2-metaspace"},
                       Kind{"llama3", "tokenizer-llama3"}, Kind{"neox", "tokenizer-neox"},
                       Kind{"qwen2", "tokenizer-qwen2"}, Kind{"smollm2-small", "tokenizer-smollm2"},
-                      Kind{"smollm2", nullptr}),
+                      Kind{"smollm2", nullptr}, Kind{"smollm2", nullptr, true}),
     [](const auto& info) {
-      std::string name = info.param.name;
+      std::string name = std::string(info.param.name) + (info.param.gguf ? "-gguf" : "");
       for (char& c : name) c = c == '-' ? '_' : c;
       return name;
     });

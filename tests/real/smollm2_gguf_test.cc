@@ -1,0 +1,97 @@
+// SmolLM2-135M-Instruct read natively from its Q4_1 GGUF file (the one tools/fetch_smollm2.sh
+// converts into the model directory with tools/gguf_to_hf.py): the same weights bit for bit as
+// the converted directory (both dequantize the same blocks exactly), hence the same logits and
+// greedy tokens — which are Hugging Face transformers' (tests/fixtures/smollm2).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "runtime/core/timer.h"
+#include "tests/real/smollm2.h"
+
+namespace h2oflex::real {
+namespace {
+
+std::string smollm2_gguf() {
+  const std::filesystem::path file = H2OFLEX_SMOLLM2_GGUF;
+  if (!std::filesystem::exists(file)) {
+    ADD_FAILURE() << "the SmolLM2 GGUF file " << file
+                  << " is missing: run tools/fetch_smollm2.sh (test.sh does) and build again";
+    return "";
+  }
+  return file.string();
+}
+
+TEST(SmolLM2Gguf, WeightsLogitsAndGreedyTokensEqualTheConvertedDirectory) {
+  const std::string gguf = smollm2_gguf();
+  ASSERT_FALSE(gguf.empty());
+  ASSERT_FALSE(smollm2_dir().empty());
+  Stopwatch dir_watch;
+  const LoadedModel& dir = smollm2_model(DType::F32);
+  const double dir_s = dir_watch.elapsed();
+  Stopwatch gguf_watch;
+  const ModelSource src = open_model_source(gguf, std::nullopt, 0);
+  const ModelWeights weights = load_model_weights(*src.model, DType::F32, src.producer);
+  const double gguf_s = gguf_watch.elapsed();
+  std::printf("load (f32): GGUF %.2f s, converted directory %.2f s\n", gguf_s, dir_s);
+  EXPECT_NE(src.description.find("GGUF weights Q4_1 x 210"), std::string::npos) << src.description;
+
+  // The same specs in the same order, every tensor bit for bit.
+  const auto& specs = src.model->weight_specs();
+  ASSERT_EQ(specs.size(), dir.source.model->weight_specs().size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Tensor& a = weights.tensors[i];
+    const Tensor& b = dir.weights.tensors[i];
+    ASSERT_EQ(specs[i].name, dir.source.model->weight_specs()[i].name);
+    ASSERT_EQ(a.numel(), b.numel()) << specs[i].name;
+    EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.numel() * sizeof(float)), 0)
+        << specs[i].name << " differs from the converted directory's";
+  }
+
+  // Stored as bf16 (unpacked a few million values at a time, then rounded): the directory's
+  // bf16 weights, bit for bit.
+  {
+    const ModelWeights bf16 = load_model_weights(*src.model, DType::BF16, src.producer);
+    const LoadedModel& dir16 = smollm2_model(DType::BF16);
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Tensor& a = bf16.tensors[i];
+      const Tensor& b = dir16.weights.tensors[i];
+      ASSERT_EQ(a.numel() * dtype_size(a.dtype()), b.numel() * dtype_size(b.dtype()));
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.numel() * dtype_size(a.dtype())), 0)
+          << specs[i].name << " (bf16) differs from the converted directory's";
+    }
+  }
+
+  // A chat prompt: the greedy tokens are transformers', the logits the directory's (one prefill
+  // of it: the weights being equal, more steps would compare the same arithmetic again).
+  for (const auto& p : smollm2_expected()["prompts"]) {
+    if (p["name"] != "chat-capital") continue;
+    const auto ids = p["ids"].get<std::vector<int32_t>>();
+    GenerationSettings g;
+    g.gen_len = smollm2_expected()["greedy_steps"].get<int>();
+    g.stop_at_eos = false;
+    g.compute = ops::ComputeType::F32;
+    g.kv_dtype = DType::F32;
+    std::vector<float> logits;
+    g.on_logits = [&](int step, const Tensor& t) {
+      if (step == 0) logits.assign(t.data<float>(), t.data<float>() + t.numel());
+    };
+    const auto tokens = generate_in_ram(*src.model, weights, {ids}, g).tokens.at(0);
+    EXPECT_EQ(tokens, p["greedy_tokens"].get<std::vector<int32_t>>()) << "(transformers)";
+    EXPECT_LE(relative_logit_error(p["last_logits"], logits), 1e-4) << "(transformers)";
+    const GreedyRun from_dir = greedy_alone(ops::ComputeType::F32, ids, 1);
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      worst = std::max(worst, double(std::abs(logits[i] - from_dir.last_logits.at(i))));
+      largest = std::max(largest, double(std::abs(from_dir.last_logits[i])));
+    }
+    std::printf("logits vs the converted directory: relative difference %.2e\n", worst / largest);
+    EXPECT_LE(worst / largest, 1e-6);
+    EXPECT_EQ(tokens.front(), from_dir.tokens.front());
+  }
+}
+
+}  // namespace
+}  // namespace h2oflex::real
