@@ -32,8 +32,13 @@ RunConfig eval_config(const EvalOptions& o, const std::string& command) {
   for (const char* key : {"gen_len", "temperature", "top_p", "stop_at_eos"}) {
     unused.emplace_back(key, "eval scores given tokens, it generates none");
   }
-  return load_job_config({command, o.config_path, o.model_dir, o.overrides, unused},
-                         eval::apply_eval_defaults);
+  JobConfigSource source;
+  source.command = command;
+  source.config_path = o.config_path;
+  source.model_dir = o.model_dir;
+  source.overrides = o.overrides;
+  source.unused_keys = unused;
+  return load_job_config(source, eval::apply_eval_defaults);
 }
 
 // What an eval reads: its --text or --tasks, --config, and what the run config names.

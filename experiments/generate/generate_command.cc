@@ -77,8 +77,12 @@ void adopt_recorded_compute_type(const std::string& output, RunConfig& config) {
 }
 
 RunConfig load_generate_config(const GenerateJobOptions& options) {
-  return generate::load_generate_config(
-      {"generate", options.config_path, options.model_dir, options.overrides, {}});
+  JobConfigSource source;
+  source.command = "generate";
+  source.config_path = options.config_path;
+  source.model_dir = options.model_dir;
+  source.overrides = options.overrides;
+  return generate::load_generate_config(source);
 }
 
 // A rank other than 0 of `mpirun -np S h2oflex generate`: its stage of every block rank 0 runs

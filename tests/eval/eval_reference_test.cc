@@ -112,7 +112,9 @@ TEST(EvalReference, H2OStepByStepMatchesTheMaskReference) {
       // The scores through the evaluator (BlockEngine, token by token).
       const RunConfig c = model_config(counts("h2o", heavy, recent));
       generate::BlockEngine engine(c, src);
-      const auto got = score_sequences({{ids, 1}}, c.kv_policy, engine);
+      ScoredSequence whole;
+      whole.ids = ids;
+      const auto got = score_sequences({whole}, c.kv_policy, engine);
       ASSERT_EQ(got[0].nll.size(), want.size());
       double off_full = 0;
       for (size_t t = 0; t < want.size(); ++t) {

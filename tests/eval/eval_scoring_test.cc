@@ -61,7 +61,10 @@ TEST(EvalScoring, FullCacheNllIsHuggingFaceLogSoftmax) {
   const std::vector<float> hf =
       testing_support::read_floats(ref["prefill_logits"]["file"], rows * vocab);
   std::vector<ScoredSequence> seqs;
-  for (const auto& p : prompts) seqs.push_back({p, 1});
+  for (const auto& p : prompts) {
+    seqs.emplace_back();
+    seqs.back().ids = p;
+  }
   const std::vector<SequenceScore> got = score(fixture_config("tiny-preln"), seqs);
   size_t row = 0;  // HF's rows: every real position of every prompt, in order
   for (size_t i = 0; i < prompts.size(); ++i) {
