@@ -21,7 +21,10 @@ differs between the items of one haystack.
 
 last_word.jsonl: which of four words comes next after 255 tokens of a held-out paragraph
 stream (the true next word and three words of the same document, each one token with its
-leading space; a LAMBADA-like task the full model answers well above chance).
+leading space; a LAMBADA-like task the full model answers well above chance). The last 64 of
+the 255 tokens are the item's "question", so a suite can read them after the policy selected
+on the first 191 (context: prefill-context): a one-token answer scored from a prompt's own
+logits is computed before anything is evicted, and would show no policy's cost.
 """
 
 import argparse
@@ -106,7 +109,7 @@ def retrieval_items(tok, paragraphs, haystacks, length, rng):
     return items
 
 
-def last_word_items(tok, paragraphs, count, context_tokens, rng):
+def last_word_items(tok, paragraphs, count, context_tokens, question_tokens, rng):
     ids = tok.encode("\n".join(paragraphs), add_special_tokens=False).ids
     vocab_word = {}
     for i in set(ids):
@@ -126,8 +129,12 @@ def last_word_items(tok, paragraphs, count, context_tokens, rng):
         after = tok.decode([ids[p + 1]])
         if after[:1].isalpha():
             continue
-        context = tok.decode(ids[p - context_tokens:p])
-        if n_tokens(tok, context) != context_tokens:
+        # The last `question_tokens` of the context are the item's question: read token by
+        # token after the policy has selected on the rest (a one-token answer computed from
+        # the prompt's own logits would never see an eviction).
+        head = tok.decode(ids[p - context_tokens:p - question_tokens])
+        tail = tok.decode(ids[p - question_tokens:p])
+        if n_tokens(tok, head + tail) != context_tokens:
             continue  # the decoded text tokenizes differently at its cut; take another place
         near = [vocab_word[i] for i in set(ids[max(0, p - 2000):p + 2000])
                 if i in vocab_word and i != target]
@@ -138,7 +145,7 @@ def last_word_items(tok, paragraphs, count, context_tokens, rng):
         choices = [vocab_word[target]] + others
         order = list(range(4))
         rng.shuffle(order)
-        items.append({"id": f"p{p}", "context": context,
+        items.append({"id": f"p{p}", "context": head, "question": tail,
                       "choices": [choices[i] for i in order], "answer": order.index(0)})
     assert len(items) == count, f"only {len(items)} items"
     return items
@@ -168,7 +175,7 @@ def main():
             ("retrieval.jsonl",
              retrieval_items(tok, paragraphs[:half], args.haystacks, args.length, rng)),
             ("last_word.jsonl",
-             last_word_items(tok, paragraphs[half:], args.last_word_items, 255, rng))):
+             last_word_items(tok, paragraphs[half:], args.last_word_items, 255, 64, rng))):
         with open(out / name, "w", encoding="utf-8") as f:
             for it in items:
                 f.write(json.dumps(it, ensure_ascii=False) + "\n")
