@@ -5,9 +5,11 @@
 
 #include <cmath>
 
+#include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/quality_suite.h"
 #include "runtime/core/error.h"
 #include "tests/generate/generate_test_support.h"
+#include "tests/support/hf_fixtures.h"
 
 namespace h2oflex::testing {
 namespace {
@@ -145,6 +147,28 @@ TEST_F(QualitySuiteTest, GroupsModelOverrideTokensAndPrefillContext) {
   EXPECT_NE(table.find("## late: acc by group"), std::string::npos) << table;
   EXPECT_NE(table.find("| near | far |"), std::string::npos) << table;
   EXPECT_TRUE(fs::exists(dir() / "out/groups_plot.py"));
+}
+
+// Every quality suite the project ships loads, and each of its choice files holds only good
+// lines (a suite that fails after an hour of cells on a typo would cost the user that hour).
+TEST(ShippedQualitySuites, LoadAndTheirTaskFilesParse) {
+  const fs::path suites = fs::path(testing_support::fixture_source_dir()) / "experiments/suites";
+  int loaded = 0;
+  for (const auto& entry : fs::directory_iterator(suites)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("quality", 0) != 0 || entry.path().extension() != ".yaml") continue;
+    const eval::QualitySuite suite = eval::load_quality_suite(entry.path().string());
+    for (const eval::QualityTask& t : suite.tasks) {
+      if (t.perplexity) continue;
+      const eval::ParsedTasks parsed = eval::read_choice_tasks(t.input);
+      EXPECT_TRUE(parsed.errors.empty())
+          << name << ": " << t.input << " line " << parsed.errors.front().line << ": "
+          << parsed.errors.front().reason;
+      EXPECT_FALSE(parsed.tasks.empty()) << name << ": " << t.input;
+    }
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 4);
 }
 
 TEST_F(QualitySuiteTest, BadSuitesAreRefusedNamingTheKey) {
