@@ -53,17 +53,21 @@ def main():
         cli = {r["id"]: r["text"] for r in map(json.loads, out.read_text().splitlines())}
 
     llm = h2oflex.LLM(args.model, **settings)
-    native = llm._session.generate
-    native_s = []
 
-    def timed(*a, **k):
-        t = time.perf_counter()
-        try:
-            return native(*a, **k)
-        finally:
-            native_s.append(time.perf_counter() - t)
+    class TimedSession:  # the native session, timing its generate call
+        def __init__(self, inner):
+            self.inner, self.seconds = inner, []
 
-    llm._session.generate = timed
+        def generate(self, *a, **k):
+            t = time.perf_counter()
+            try:
+                return self.inner.generate(*a, **k)
+            finally:
+                self.seconds.append(time.perf_counter() - t)
+
+    timed = TimedSession(llm._session)
+    llm._session = timed
+    native_s = timed.seconds
     start = time.perf_counter()
     outs = llm.generate(prompts, max_new_tokens=16)
     py_s = time.perf_counter() - start
