@@ -50,7 +50,9 @@ PipelineStage stage_of(const PipelineSpec& spec) {
                       "policy.stages: ", spec.policy.stages, " stages but the job has ", processes,
                       " process", processes == 1 ? "" : "es", " (run it as `mpirun -np ",
                       spec.policy.stages, " h2oflex ...`)");
-  return pipeline_stage(*spec.model, matrix_dtype_for(spec.gen.compute), spec.transport);
+  return pipeline_stage(
+      *spec.model, matrix_dtype_for(spec.gen.compute), spec.transport,
+      weight_format_on_device(spec.policy.weight_format, spec.device == PipelineDevice::Cuda));
 }
 
 // The micro-blocks of a stage's block: as given, or the most stages that can be busy at once
@@ -188,8 +190,10 @@ Pipeline::Pipeline(const PipelineSpec& spec)
              spec.limits),
       layout_turn_(staged() && !stage_.first() ? (spec.transport->barrier(), true) : false),
       weights_(model_, stage_, matrix_dtype_for(spec.gen.compute), plan_,
-               WeightSourceSpec{spec.producer, spec.partial_producer, spec.weights_key,
-                                spec.policy.pin_weight},
+               WeightSourceSpec{spec.producer, spec.partial_producer, spec.packed_producer,
+                                spec.weights_key, spec.policy.pin_weight,
+                                weight_format_on_device(spec.policy.weight_format,
+                                                        spec.device == PipelineDevice::Cuda)},
                tiers_),
       kv_(KvShape{stage_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
                   model_.kv_geometry().head_dim, spec.gen.kv_dtype, spec.policy.compress_cache,

@@ -185,6 +185,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   GenerateOutput out;
   double peak_device = 0;
   bool compress_weight = false, compress_cache = false;  // the policy's, for the sizes below
+  WeightFormat weight_format;
   r["compute_device"] = pipeline_device_name(device);
   // On a GPU even a run without a policy goes through the pipeline: everything on the device,
   // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
@@ -196,6 +197,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     spec.model = src.model;
     spec.producer = src.producer;
     spec.partial_producer = src.partial;
+    spec.packed_producer = src.packed;
     spec.weights_key = src.key;
     if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
     if (c.has_policy()) {
@@ -286,6 +288,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
     }
     compress_weight = spec.policy.compress_weight;
     compress_cache = spec.policy.compress_cache;
+    weight_format = spec.policy.weight_format;
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
                  c.prompt_len, c.gen_len);
@@ -293,7 +296,10 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                                   static_cast<int64_t>(longest_prompt(prompts))),
                       c.has_hardware() ? policy::parse_hardware_limits(c.hardware).host_mem : 0,
                       c.source + ": batch_size " + std::to_string(prompts.size()));
-    const ModelWeights weights = load_model_weights(*src.model, wdtype, src.producer);
+    const ModelWeights weights = load_model_weights(
+        *src.model,
+        weight_formats(*src.model, wdtype, weight_format_on_device(weight_format, on_gpu), false),
+        src.producer, src.packed);
     out = generate_in_ram(*src.model, weights, prompts, opt);
     r["projected"] = false;
   }
@@ -313,12 +319,14 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["prompt_len"] = c.prompt_len;
   r["gen_len"] = c.gen_len;
   r["batch_size"] = prompts.size();
-  // As stored: compressed where the policy compresses (the storage formats' one size rule).
+  // As stored: packed where the policy or the checkpoint packs (the storage formats' one size
+  // rule).
   const KvGeometry g = model.kv_geometry();
   double model_bytes = 0;
-  for (const WeightSpec& s : model.weight_specs()) {
-    model_bytes +=
-        static_cast<double>(tensor_bytes(stored_format(s, wdtype, compress_weight), s.shape));
+  const std::vector<StorageFormat> formats =
+      weight_formats(model, wdtype, weight_format, compress_weight);
+  for (size_t i = 0; i < formats.size(); ++i) {
+    model_bytes += static_cast<double>(tensor_bytes(formats[i], model.weight_specs()[i].shape));
   }
   r["model_bytes"] = model_bytes;
   r["cache_bytes"] =
