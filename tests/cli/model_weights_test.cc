@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/gguf/gguf_file.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
@@ -213,6 +214,84 @@ TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
     return std::stod(out.substr(at + 5));
   };
   EXPECT_LT(host_gib(gguf.output), host_gib(dir.output) - 0.1) << gguf.output << dir.output;
+}
+
+}  // namespace
+
+namespace {
+
+// SmolLM2's GGUF with every weight on disk under weight_format: stored (the default): the offload
+// layout holds the layers' Q4_1 blocks as the file stores them, a decode step moves exactly the
+// stored bytes (the file's block bytes for the 210 matrices; the tied embedding table, unpacked
+// to f32 for its row lookups, read by the first and the last unit), and the tokens are the
+// in-memory run's. `weight_format: plain` moves the f32 matrices: 6.4 x the Q4_1 bytes.
+TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
+  const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
+  const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
+  uint64_t q4_1 = 0, embedding = 0, vectors = 0;
+  for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
+    if (t.format->name == std::string_view("Q4_1")) {
+      q4_1 += t.nbytes;
+    } else if (t.name == "token_embd.weight") {
+      embedding = t.numel() * 4;
+    } else {
+      vectors += t.numel() * 4;
+    }
+  }
+  const std::string workload =
+      "model: " + gguf +
+      "\ngen_len: 5\ncompute_dtype: f32\nprompt_ids: [[504, 3575, 282, 4649, 314]]\n";
+  const Outcome in_ram = run_config(workload);
+  ASSERT_EQ(in_ram.exit_code, 0) << in_ram.output;
+  fs::create_directories(dir() / "disk");
+  const nlohmann::json tokens = result()["tokens"];
+
+  const std::string on_disk = workload + "hardware:\n  disk_path: " + (dir() / "disk").string() +
+                              "\npolicy:\n  weights: {gpu: 0, cpu: 0}\n";
+  const auto decode_weight_bytes = [&] {
+    uint64_t n = 0;
+    const nlohmann::json r = result();
+    for (const auto& m : r["bytes_moved"]) {
+      if (m["phase"] == "decode" && m["kind"] == "weight") n += m["bytes"].get<uint64_t>();
+    }
+    return n;
+  };
+  const Outcome stored = run_config(on_disk);
+  ASSERT_EQ(stored.exit_code, 0) << stored.output;
+  EXPECT_EQ(result()["tokens"], tokens);
+  EXPECT_TRUE(contains(stored.output, "_f32_q4_1")) << "the layout is named after its formats";
+  const uint64_t steps = 4;  // gen_len - 1 decode steps
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 + 2 * embedding + vectors));
+  EXPECT_EQ(result()["model_bytes"].get<double>(), double(q4_1 + embedding + vectors));
+
+  const Outcome plain = run_config(on_disk + "  weight_format: plain\n");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(result()["tokens"], tokens);
+  // f32 matrices are 32 x 4 bytes per 20-byte Q4_1 block of 32 values.
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding + vectors));
+}
+
+// weight_format is checked where it is read: unknown names, a K format (which only a GGUF file
+// provides) asked for a float checkpoint, and a contradiction with compress_weight.
+TEST_F(ModelWeights, WeightFormatErrorsNameTheKey) {
+  const std::string base = "model: " + std::string(H2OFLEX_SMOLLM2_DIR) +
+                           "\ngen_len: 2\nprompt_len: 4\ncompute_dtype: f32\npolicy:\n";
+  const Outcome unknown = run_config(base + "  weight_format: q5_k\n");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_TRUE(contains(unknown.output,
+                       "policy.weight_format: 'q5_k' is not a weight format (stored, plain, "
+                       "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
+      << unknown.output;
+  const Outcome k = run_config(base + "  weight_format: q4_k\n");
+  EXPECT_EQ(k.exit_code, 2) << k.output;
+  EXPECT_TRUE(contains(k.output, "policy.weight_format: q4_k is read from GGUF files only"))
+      << k.output;
+  const Outcome both = run_config(base + "  weight_format: q8_0\n  compress_weight: true\n");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_TRUE(contains(both.output,
+                       "policy.weight_format: 'q8_0' contradicts "
+                       "policy.compress_weight: true"))
+      << both.output;
 }
 
 }  // namespace
