@@ -100,7 +100,8 @@ policy::MemoryPlan plan_in_ram(const DecoderModel& model, const GenerationSettin
   shape.prompt_len = prompt_len;
   shape.gen_len = g.gen_len;
   shape.kv_slots = g.eviction.capacity(static_cast<int>(prompt_len), g.gen_len);
-  shape.kv_format = kv_storage_format(g.kv_dtype, g.compress_cache);
+  check_kv_row_format(g.cache_format, model.kv_geometry().head_dim);
+  shape.kv_format = kv_storage_format(g.kv_dtype, g.cache_format);
   shape.separate_device = g.device != Device::CPU;
   shape.gpu = g.device.is_cuda();
   return policy::plan_memory(model_footprint(model, matrix_dtype_for(g.compute)), all_on_device,
@@ -129,7 +130,7 @@ GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& ho
   std::vector<KvSlots> cache;
   for (int64_t l = 0; l < L; ++l) {
     cache.push_back(
-        KvSlots::allocate(b, kv_heads, capacity, d, opt.kv_dtype, dev, opt.compress_cache));
+        KvSlots::allocate(b, kv_heads, capacity, d, opt.kv_dtype, dev, opt.cache_format));
   }
 
   // Prefill.

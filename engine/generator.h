@@ -20,8 +20,8 @@ struct GenerationSettings {
   bool stop_at_eos = true;
   ops::ComputeType compute = ops::ComputeType::F32;
   DType kv_dtype = DType::F32;
-  // The in-RAM path's compress_cache (a pipeline run takes it from its policy).
-  bool compress_cache = false;
+  // The in-RAM path's KV row format (a pipeline run takes its policy's kv_packing()).
+  PackedFormat cache_format = PackedFormat::None;
   KvRule eviction;
   float temperature = 0.0f;  // 0 = greedy
   float top_p = 1.0f;

@@ -10,7 +10,7 @@ namespace h2oflex {
 
 KvHome::KvHome(const KvShape& shape, const policy::MemoryPlan& plan, TierSet& tiers)
     : shape_(shape),
-      record_bytes_(kv_storage_format(shape.dtype, shape.compressed)
+      record_bytes_(kv_storage_format(shape.dtype, shape.packed)
                         .bytes(static_cast<uint64_t>(shape.head_dim))),
       plan_(plan),
       tiers_(tiers) {
@@ -109,7 +109,7 @@ KvSlots KvHome::slots(int layer, int batch, int buf) const {
   const Device d = tiers_.tensor_device(in_place ? h.kind : plan_.kv_workspace_tier);
   char* base = static_cast<char*>(in_place ? h.ptr : workspace_[buf]);
   KvSlots s = KvSlots::wrap(base, plan_.kv_bytes, shape_.batch, shape_.heads, shape_.slots,
-                            shape_.head_dim, shape_.dtype, shape_.compressed, d);
+                            shape_.head_dim, shape_.dtype, shape_.packed, d);
   s.pos = h.pos;
   s.score = h.score;
   return s;

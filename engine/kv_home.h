@@ -20,7 +20,7 @@ struct KvShape {
   int64_t batch = 0, heads = 0, slots = 0;  // per (layer, GPU batch): batch x kv heads x slots
   int64_t head_dim = 0;
   DType dtype = DType::F32;
-  bool compressed = false;    // compress_cache: rows of quant4.h, dequantized to dtype
+  PackedFormat packed = PackedFormat::None;  // rows packed (cache_format), unpacked to dtype
   int64_t prompt_slots = 0;   // slots a record can use after prefill: min(slots, padded prompt)
   int log_compact_every = 0;  // PipelineSpec::kv_log_compact_every
 };

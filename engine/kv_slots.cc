@@ -3,18 +3,37 @@
 #include <algorithm>
 #include <limits>
 
-#include "runtime/core/quant4.h"
 #include "runtime/ops/ops.h"
 #include "runtime/ops/scratch.h"
 
 namespace h2oflex {
 
+namespace {
+
+// Elements of a slot row: head_dim values, or the row's bytes when packed.
+int64_t slot_row_elements(PackedFormat packed, int64_t head_dim) {
+  return packed == PackedFormat::None
+             ? head_dim
+             : static_cast<int64_t>(packed_format_row(packed).row_bytes(head_dim));
+}
+
+}  // namespace
+
+void check_kv_row_format(PackedFormat packed, int64_t head_dim) {
+  if (packed == PackedFormat::None) return;
+  const PackedFormatRow& row = packed_format_row(packed);
+  H2OFLEX_INPUT_CHECK(row_fits(packed, head_dim), "policy.cache_format: ", row.name,
+                      " stores KV rows as whole blocks of ", row.block_values,
+                      " values; this model's head_dim is ", head_dim);
+}
+
 KvSlots KvSlots::allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
-                          DType dtype, Device device, bool compressed) {
+                          DType dtype, Device device, PackedFormat packed) {
   KvSlots s;
-  const Shape shape{batch, heads, capacity, quant4::stored_row(compressed, head_dim)};
-  s.k = ops::empty(shape, compressed ? DType::U8 : dtype, device);
-  s.v = ops::empty(shape, compressed ? DType::U8 : dtype, device);
+  const Shape shape{batch, heads, capacity, slot_row_elements(packed, head_dim)};
+  const DType stored = packed != PackedFormat::None ? DType::U8 : dtype;
+  s.k = ops::empty(shape, stored, device).as_packed(packed);
+  s.v = ops::empty(shape, stored, device).as_packed(packed);
   s.dim = head_dim;
   s.pos = ops::empty({batch, heads, capacity}, DType::I32, device);
   s.score = ops::empty({batch, heads, capacity}, DType::F32, device);
@@ -23,11 +42,12 @@ KvSlots KvSlots::allocate(int64_t batch, int64_t heads, int64_t capacity, int64_
 }
 
 KvSlots KvSlots::wrap(char* base, uint64_t v_offset, int64_t batch, int64_t heads, int64_t capacity,
-                      int64_t head_dim, DType dtype, bool compressed, Device device) {
+                      int64_t head_dim, DType dtype, PackedFormat packed, Device device) {
   KvSlots s;
-  const Shape shape{batch, heads, capacity, quant4::stored_row(compressed, head_dim)};
-  s.k = Tensor::wrap(base, shape, compressed ? DType::U8 : dtype, device);
-  s.v = Tensor::wrap(base + v_offset, shape, compressed ? DType::U8 : dtype, device);
+  const Shape shape{batch, heads, capacity, slot_row_elements(packed, head_dim)};
+  const DType stored = packed != PackedFormat::None ? DType::U8 : dtype;
+  s.k = Tensor::wrap(base, shape, stored, device).as_packed(packed);
+  s.v = Tensor::wrap(base + v_offset, shape, stored, device).as_packed(packed);
   s.dim = head_dim;
   return s;
 }
@@ -130,8 +150,10 @@ void kv_prefill(const KvRule& rule, const Tensor& k, const Tensor& v, const Tens
   const bool staged = slots.k.device() != dev;
   KvSlots target = slots;
   if (staged) {
-    target.k = ops::scratch(Scratch::StageK, slots.k.shape(), slots.k.dtype(), dev);
-    target.v = ops::scratch(Scratch::StageV, slots.v.shape(), slots.v.dtype(), dev);
+    target.k = ops::scratch(Scratch::StageK, slots.k.shape(), slots.k.dtype(), dev)
+                   .as_packed(slots.k.packed());
+    target.v = ops::scratch(Scratch::StageV, slots.v.shape(), slots.v.dtype(), dev)
+                   .as_packed(slots.v.packed());
     target.pos = ops::scratch(Scratch::StagePos, slots.pos.shape(), DType::I32, dev);
     target.score = ops::scratch(Scratch::StageScore, slots.score.shape(), DType::F32, dev);
   }

@@ -11,19 +11,24 @@
 
 namespace h2oflex {
 
+// InputError naming policy.cache_format when KV rows of head_dim values cannot be stored in
+// `packed` (a GGUF block format holds whole blocks of 32).
+void check_kv_row_format(PackedFormat packed, int64_t head_dim);
+
 struct KvSlots {
   // [b, heads, cap, d] in the KV storage dtype, or compressed: u8 [b, heads, cap,
-  // quant4::row_bytes(d)] (compress_cache).
+  // row bytes of d values] packed in a KV format (cache_format, Tensor::packed()).
   Tensor k, v;
   Tensor pos;    // [b, heads, cap] i32: padded position of the token in the slot, -1 if empty
   Tensor score;  // [b, heads, cap] f32: eviction score (h2o: accumulated attention)
 
   // Empty slots (positions -1, scores 0) on `device`.
   static KvSlots allocate(int64_t batch, int64_t heads, int64_t capacity, int64_t head_dim,
-                          DType dtype, Device device = Device::CPU, bool compressed = false);
+                          DType dtype, Device device = Device::CPU,
+                          PackedFormat packed = PackedFormat::None);
   // K and V of slots laid over memory at `base` (V after `v_offset` bytes).
   static KvSlots wrap(char* base, uint64_t v_offset, int64_t batch, int64_t heads, int64_t capacity,
-                      int64_t head_dim, DType dtype, bool compressed, Device device);
+                      int64_t head_dim, DType dtype, PackedFormat packed, Device device);
   int64_t batch() const { return k.dim(0); }
   int64_t heads() const { return k.dim(1); }
   int64_t capacity() const { return k.dim(2); }

@@ -95,7 +95,8 @@ policy::MemoryPlan plan_for(const PipelineSpec& spec, const PipelineStage& stage
   shape.prompt_len = r.padded.seq;
   shape.gen_len = spec.gen.gen_len;
   shape.kv_slots = r.slots;
-  shape.kv_format = kv_storage_format(spec.gen.kv_dtype, spec.policy.compress_cache);
+  check_kv_row_format(spec.policy.kv_packing(), spec.model->kv_geometry().head_dim);
+  shape.kv_format = kv_storage_format(spec.gen.kv_dtype, spec.policy.kv_packing());
   shape.separate_device = spec.device != PipelineDevice::Cpu;
   shape.gpu = spec.device == PipelineDevice::Cuda;
   return policy::plan_memory(stage.part.footprint, spec.policy, shape);
@@ -196,7 +197,7 @@ Pipeline::Pipeline(const PipelineSpec& spec)
                                                         spec.device == PipelineDevice::Cuda)},
                tiers_),
       kv_(KvShape{stage_.layers(), ngb_, gbs_, model_.kv_geometry().kv_heads, shape_.slots,
-                  model_.kv_geometry().head_dim, spec.gen.kv_dtype, spec.policy.compress_cache,
+                  model_.kv_geometry().head_dim, spec.gen.kv_dtype, spec.policy.kv_packing(),
                   std::min(shape_.slots, shape_.padded.seq), spec.kv_log_compact_every},
           plan_, tiers_),
       act_(model_.hidden(), plan_, tiers_) {

@@ -56,7 +56,8 @@ int bench_decode(const BenchComputeOptions& o, const OptConfig& cfg, ops::Comput
   const Spread step = spread_of(steps);
 
   // Decode attention reads each sequence's filled rows: prompt_len + s of them at step s.
-  const double kv_row_bytes = static_cast<double>(kv_storage_format(wdt, false).bytes(fp.head_dim));
+  const double kv_row_bytes =
+      static_cast<double>(kv_storage_format(wdt, PackedFormat::None).bytes(fp.head_dim));
   const double mean_rows = o.prompt_len + (static_cast<double>(steps.size()) - 1) / 2;
   const double kv_bytes = 2.0 * fp.layers * o.batch * fp.kv_heads * mean_rows * kv_row_bytes;
   const Spread copy = spread_of({before.copy_bps, after.copy_bps});

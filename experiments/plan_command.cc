@@ -104,7 +104,7 @@ int run_plan(const PlanOptions& o) {
   std::printf("attention: %ld query heads, %ld KV heads x %ld dims (%s per token per layer)\n",
               static_cast<long>(m.heads), static_cast<long>(m.kv_heads),
               static_cast<long>(m.head_dim),
-              format_bytes(m.kv_token_bytes(p.compress_cache)).c_str());
+              format_bytes(m.kv_token_bytes(p.kv_packing())).c_str());
   print_policy(p);
   std::printf("predicted: prefill %.3f token/s  decode %.3f token/s  total %.3f token/s\n",
               e.prefill_tok_s, e.decode_tok_s, e.total_tok_s);

@@ -184,7 +184,8 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   nlohmann::json r;
   GenerateOutput out;
   double peak_device = 0;
-  bool compress_weight = false, compress_cache = false;  // the policy's, for the sizes below
+  bool compress_weight = false;  // the policy's, for the sizes below
+  PackedFormat kv_packing = PackedFormat::None;
   WeightFormat weight_format;
   r["compute_device"] = pipeline_device_name(device);
   // On a GPU even a run without a policy goes through the pipeline: everything on the device,
@@ -287,7 +288,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
       gather_stage_results(*spec.transport, pipeline_stage(model, wdtype, spec.transport), r);
     }
     compress_weight = spec.policy.compress_weight;
-    compress_cache = spec.policy.compress_cache;
+    kv_packing = spec.policy.kv_packing();
     weight_format = spec.policy.weight_format;
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
@@ -332,7 +333,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["cache_bytes"] =
       2.0 * batch * capacity * static_cast<double>(model.layers() * g.kv_heads) *
       static_cast<double>(
-          kv_storage_format(opt.kv_dtype, compress_cache).bytes(static_cast<uint64_t>(g.head_dim)));
+          kv_storage_format(opt.kv_dtype, kv_packing).bytes(static_cast<uint64_t>(g.head_dim)));
   r["hidden_bytes"] = batch * c.prompt_len * static_cast<double>(model.hidden()) * 4.0;
   r["peak_device_bytes"] = c.has_policy()
                                ? peak_device

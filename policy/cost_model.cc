@@ -46,8 +46,8 @@ double ModelShape::layer_decoded_weight_bytes(bool compress_weight) const {
   return compress_weight ? layer_compressible_bytes(*this).first : 0;
 }
 
-double ModelShape::kv_token_bytes(bool compress_cache) const {
-  const uint64_t row = kv_storage_format(kv_dtype(), compress_cache).bytes(head_dim);
+double ModelShape::kv_token_bytes(PackedFormat kv_packing) const {
+  const uint64_t row = kv_storage_format(kv_dtype(), kv_packing).bytes(head_dim);
   return 2 * static_cast<double>(kv_heads) * static_cast<double>(row);
 }
 
@@ -102,8 +102,8 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.wl_plain = m.layer_weight_bytes();
   d.wl_dec = m.layer_decoded_weight_bytes(p.compress_weight);
   d.emb = m.embedding_params() * m.weight_bytes;  // embeddings and LM head stay plain
-  d.kv_tok = m.kv_token_bytes(p.compress_cache);
-  d.kv_dec = p.compress_cache ? m.kv_token_bytes(false) : 0;
+  d.kv_tok = m.kv_token_bytes(p.kv_packing());
+  d.kv_dec = p.kv_packing() != PackedFormat::None ? m.kv_token_bytes(PackedFormat::None) : 0;
   const double full = d.s + d.n;
   // The engine's rule for this workload: what it allocates and whether scores change per step.
   const KvRule rule = w.kv.resolve(w.prompt_len, w.gen_len);
@@ -135,7 +135,7 @@ PlanShape plan_shape(const ModelShape& model, const Policy& p, const Workload& w
   s.prompt_len = w.prompt_len;
   s.gen_len = w.gen_len;
   s.kv_slots = w.kv.resolve(w.prompt_len, w.gen_len).capacity(w.prompt_len, w.gen_len);
-  s.kv_format = kv_storage_format(model.kv_dtype(), p.compress_cache);
+  s.kv_format = kv_storage_format(model.kv_dtype(), p.kv_packing());
   s.separate_device = separate_device;
   s.gpu = separate_device;  // the cost model's separate device is a GPU
   return s;

@@ -59,8 +59,8 @@ struct ModelShape {
   // The KV cache's value type (kv_bytes wide).
   DType kv_dtype() const { return kv_bytes >= 4 ? DType::F32 : DType::BF16; }
   // One token's K and V in one layer as stored: a row of head_dim values per KV head for each
-  // of K and V, in kv_storage_format(kv_dtype(), compress_cache).
-  double kv_token_bytes(bool compress_cache) const;
+  // of K and V, in kv_storage_format(kv_dtype(), the policy's kv_packing()).
+  double kv_token_bytes(PackedFormat kv_packing) const;
   double embedding_params() const { return other_param_count; }
   double total_weight_bytes() const;
   // GEMM FLOPs of one decoder layer for one token (2 * matrix parameters; FlexGen's

@@ -64,6 +64,9 @@ std::string Policy::summary() const {
     os << " weight_format " << weight_format.name();
   }
   if (compress_cache) os << " compress_cache";
+  if (cache_format != PackedFormat::None) {
+    os << " cache_format " << packed_format_row(cache_format).name;
+  }
   if (stages > 0) os << " stages " << stages;
   if (micro_blocks > 0) os << " micro_blocks " << micro_blocks;
   return os.str();
@@ -91,7 +94,7 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
   require_mapping(node, path,
                   {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations",
                    "overlap", "cpu_cache_compute", "pin_weight", "compress_weight", "weight_format",
-                   "compress_cache", "stages", "micro_blocks"});
+                   "compress_cache", "cache_format", "stages", "micro_blocks"});
   Policy p;
   auto count = [&](const char* key, int& out) {
     if (!node[key]) return;
@@ -132,6 +135,23 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
                         key_path(path, "compress_weight"), ": ",
                         p.compress_weight ? "true" : "false", " (compress_weight: true is q4_g64)");
     if (q4) p.compress_weight = true;
+  }
+  if (node["cache_format"]) {
+    const std::string k = key_path(path, "cache_format");
+    const std::string v = read_string(node["cache_format"], k);
+    const PackedFormatRow* row = packed_format_by_name(v);
+    const auto kv_rows = [](const PackedFormatRow& r) { return r.kv_cache; };
+    H2OFLEX_INPUT_CHECK(v == "plain" || (row != nullptr && row->kv_cache), k, ": '", v,
+                        "' is not a KV cache format (plain, ", packed_format_list(kv_rows), ")");
+    p.cache_format = v == "plain" ? PackedFormat::None : row->id;
+    const bool q4 = p.cache_format == PackedFormat::Q4G64;
+    H2OFLEX_INPUT_CHECK(!node["compress_cache"] || p.compress_cache == q4, k, ": '", v,
+                        "' contradicts ", key_path(path, "compress_cache"), ": ",
+                        p.compress_cache ? "true" : "false", " (compress_cache: true is q4_g64)");
+    if (q4) {  // one spelling inside: the planner switches compress_cache
+      p.compress_cache = true;
+      p.cache_format = PackedFormat::None;
+    }
   }
   validate_policy(p, path);
   return p;
@@ -202,6 +222,9 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"pin_weight", p.pin_weight},
           {"compress_weight", p.compress_weight},
           {"weight_format", p.weight_format.name()},
+          {"cache_format", p.kv_packing() == PackedFormat::None
+                               ? std::string("plain")
+                               : std::string(packed_format_row(p.kv_packing()).name)},
           {"compress_cache", p.compress_cache}};
 }
 

@@ -30,6 +30,10 @@ struct Policy {
   // How the layers' matrices are stored (runtime/core/storage_format.h): `stored` keeps a GGUF
   // file's own blocks; `weight_format: q4_g64` is the spelling of compress_weight: true.
   WeightFormat weight_format;
+  // How KV rows are stored: a packed row the decode attention reads (q8_0: one f16 scale per 32
+  // values), None for the KV dtype; compress_cache: true is q4_g64 (kv_packing() says which).
+  PackedFormat cache_format = PackedFormat::None;
+  PackedFormat kv_packing() const { return compress_cache ? PackedFormat::Q4G64 : cache_format; }
   // Pipeline stages (`mpirun -np S`, runtime/dist): `stages` must equal the job's processes
   // when given (0: as many as there are); each stage takes its block in `micro_blocks` parts of
   // num_gpu_batches / micro_blocks GPU batches, so that up to that many are in flight in

@@ -28,7 +28,7 @@ constexpr char kQ8_0[] = "Q8_0", kQ4_0[] = "Q4_0", kQ4_1[] = "Q4_1", kQ4_K[] = "
 constexpr std::array kRows = {
     PackedFormatRow{PackedFormat::Q4G64, "q4_g64", "", quant4::kGroup, true, true,
                     q4_g64_row_bytes},
-    PackedFormatRow{PackedFormat::Q8_0, "q8_0", kQ8_0, 32, true, false, gguf_row_bytes<kQ8_0>},
+    PackedFormatRow{PackedFormat::Q8_0, "q8_0", kQ8_0, 32, true, true, gguf_row_bytes<kQ8_0>},
     PackedFormatRow{PackedFormat::Q4_0, "q4_0", kQ4_0, 32, true, false, gguf_row_bytes<kQ4_0>},
     PackedFormatRow{PackedFormat::Q4_1, "q4_1", kQ4_1, 32, true, false, gguf_row_bytes<kQ4_1>},
     PackedFormatRow{PackedFormat::Q4_K, "q4_k", kQ4_K, 256, false, false, gguf_row_bytes<kQ4_K>},

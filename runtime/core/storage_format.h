@@ -75,9 +75,10 @@ inline StorageFormat compressed_format(DType dequantized) {
   return StorageFormat{dequantized, PackedFormat::Q4G64};
 }
 
-// The KV cache's format: rows of head_dim elements, compressed under compress_cache.
-inline StorageFormat kv_storage_format(DType kv_dtype, bool compress_cache) {
-  return compress_cache ? compressed_format(kv_dtype) : StorageFormat::plain(kv_dtype);
+// The KV cache's format: rows of head_dim elements, plain or packed (cache_format; q4_g64 under
+// compress_cache).
+inline StorageFormat kv_storage_format(DType kv_dtype, PackedFormat packed) {
+  return StorageFormat{kv_dtype, packed};
 }
 
 // The policy's `weight_format`: how the decoder layers' matrices are stored (the rule per tensor

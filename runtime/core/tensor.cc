@@ -77,8 +77,8 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::as_packed(PackedFormat f) const {
-  H2OFLEX_CHECK(f == PackedFormat::None || (dtype_ == DType::U8 && rank() == 2),
-                "a packed tensor is u8 [rows, row bytes], not ", dtype_name(dtype_), " ",
+  H2OFLEX_CHECK(f == PackedFormat::None || (dtype_ == DType::U8 && rank() >= 1),
+                "a packed tensor is u8 [..., row bytes], not ", dtype_name(dtype_), " ",
                 shape_str(shape_));
   Tensor t = *this;
   t.packed_ = f;

@@ -42,7 +42,7 @@ class Tensor {
   // A packed tensor (u8 [rows, row bytes]) says its format here; None for every other tensor.
   // Ops dispatch on it (runtime/core/storage_format.h); slices and reshapes keep it.
   PackedFormat packed() const { return packed_; }
-  // The same bytes marked as rows packed in `f` (u8, rank 2).
+  // The same bytes marked as rows packed in `f` (u8, its last dimension a row's bytes).
   Tensor as_packed(PackedFormat f) const;
   // The full device, index included (cuda:1 is not cuda:0).
   Device device() const { return device_; }

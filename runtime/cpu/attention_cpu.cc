@@ -15,13 +15,12 @@
 #include <vector>
 
 #include "runtime/core/half.h"
-#include "runtime/core/quant4.h"
 #include "runtime/core/vector_clones.h"
 #include "runtime/cpu/attend_slots_avx512.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/gemm_bf16.h"
+#include "runtime/cpu/packed_rows.h"
 #include "runtime/cpu/prefill_head_avx512_bf16.h"
-#include "runtime/cpu/quant4_rows.h"
 #include "runtime/cpu/softmax_rows.h"
 
 namespace h2oflex::cpu {
@@ -41,15 +40,17 @@ inline void axpy(float alpha, const float* x, float* y, int64_t d) {
 }
 
 // Cached row `row` (of d values) as f32: in place for an f32 cache, else converted or
-// dequantized (a compressed cache, u8 rows of quant4.h) into `scratch`.
+// unpacked (a packed cache, cache_format) into `scratch`.
 inline const float* load_row(const Tensor& t, int64_t row, int64_t d, float* scratch) {
   const size_t offset = static_cast<size_t>(row * d);
   switch (t.dtype()) {
     case DType::F32:
       return t.data<float>() + offset;
-    case DType::U8:
-      dequantize4_rows_f32(t.data<uint8_t>() + row * quant4::row_bytes(d), 1, d, scratch);
+    case DType::U8: {  // packed (cache_format)
+      const auto rb = static_cast<int64_t>(packed_format_row(t.packed()).row_bytes(d));
+      unpack_rows_f32(t.packed(), t.data<uint8_t>() + row * rb, 1, d, scratch);
       break;
+    }
     case DType::BF16: {
       // Widened here, not by a call: inlined into the decode head's clones it vectorises.
       const uint16_t* src = t.data<uint16_t>() + offset;

@@ -3,16 +3,15 @@
 #include <cstring>
 
 #include "runtime/core/half.h"
-#include "runtime/core/quant4.h"
 #include "runtime/cpu/cpu_ops.h"
-#include "runtime/cpu/quant4_rows.h"
+#include "runtime/cpu/packed_rows.h"
 
 namespace h2oflex::cpu {
 
 namespace {
 
 // Stores the n f32 values of one KV row into slot row `row` of storage of any float dtype, or
-// compressed (u8 rows of quant4.h).
+// packed in the slots' KV format (cache_format).
 void store_row(const float* src, Tensor& dst, int64_t row, int64_t n) {
   const size_t count = static_cast<size_t>(n);
   const int64_t offset = row * n;
@@ -26,9 +25,11 @@ void store_row(const float* src, Tensor& dst, int64_t row, int64_t n) {
     case DType::F16:
       convert_f32_to_f16(src, dst.data<uint16_t>() + offset, count);
       return;
-    case DType::U8:
-      quantize4_row(src, n, dst.data<uint8_t>() + row * quant4::row_bytes(n));
+    case DType::U8: {  // packed (cache_format)
+      const auto rb = static_cast<int64_t>(packed_format_row(dst.packed()).row_bytes(n));
+      pack_rows(dst.packed(), src, 1, n, dst.data<uint8_t>() + row * rb);
       return;
+    }
     case DType::I32:
       break;
   }

@@ -57,14 +57,18 @@ bool is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
-// KV slots hold rows of head_dim values in a float type, or compressed (u8 rows of quant4.h).
-bool is_kv_storage(DType t) {
-  return is_float(t) || t == DType::U8;
+// KV slots hold rows of head_dim values in a float type, or packed in a KV format.
+bool is_kv_storage(const Tensor& t) {
+  if (t.packed() == PackedFormat::None) return is_float(t.dtype());
+  return packed_format_row(t.packed()).kv_cache &&
+         (t.device().is_cpu() || t.packed() == PackedFormat::Q4G64);  // the GPU has q4_g64's
 }
 
 // The last dimension of KV slots holding rows of d values.
 int64_t slot_row(const Tensor& slots, int64_t d) {
-  return quant4::stored_row(slots.dtype() == DType::U8, d);
+  return slots.packed() == PackedFormat::None
+             ? d
+             : static_cast<int64_t>(packed_format_row(slots.packed()).row_bytes(d));
 }
 
 void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
@@ -360,7 +364,7 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
   const char* op = "attention_decode";
   expect(q, DType::F32, 3, op, "q");
   const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2);
-  H2OFLEX_CHECK(is_kv_storage(k_cache.dtype()) && k_cache.rank() == 4, op, ": k_cache ",
+  H2OFLEX_CHECK(is_kv_storage(k_cache) && k_cache.rank() == 4, op, ": k_cache ",
                 shape_str(k_cache.shape()), " ", dtype_name(k_cache.dtype()));
   const int64_t kvh = k_cache.dim(1), cap = k_cache.dim(2);
   H2OFLEX_CHECK(k_cache.dim(0) == b && k_cache.dim(3) == slot_row(k_cache, d), op, ": k_cache ",
@@ -501,7 +505,7 @@ namespace {
 // Slot storage [b, h, cap, d] with its positions and scores [b, h, cap], all on one device.
 void check_slots(const Tensor& k_slots, const Tensor& v_slots, const Tensor& slot_pos,
                  const Tensor& slot_score, const char* op) {
-  H2OFLEX_CHECK(is_kv_storage(k_slots.dtype()) && k_slots.rank() == 4, op, ": k_slots ",
+  H2OFLEX_CHECK(is_kv_storage(k_slots) && k_slots.rank() == 4, op, ": k_slots ",
                 shape_str(k_slots.shape()));
   H2OFLEX_CHECK(v_slots.shape() == k_slots.shape() && v_slots.dtype() == k_slots.dtype(), op,
                 ": v_slots");

@@ -52,7 +52,7 @@ void release_scratch(Device device) {
 
 Tensor scratch_copy(Scratch purpose, const Tensor& t, Device device) {
   if (t.device() == device) return t;
-  Tensor out = scratch(purpose, t.shape(), t.dtype(), device);
+  Tensor out = scratch(purpose, t.shape(), t.dtype(), device).as_packed(t.packed());
   copy(t, out);
   return out;
 }

@@ -64,6 +64,39 @@ TEST(PipelineInvariance, CompressedCacheRandomPolicies) {
   expect_invariant(tiny_config(false), h2o, 8, 6, PipelineDevice::CpuIsolated, {}, true, true);
 }
 
+// cache_format: q8_0 (one f16 scale per 32 values of a KV row) under every KV policy: the
+// in-RAM path's tokens and kept sets in every placement, KV on disk included.
+TEST(PipelineInvariance, Q8CacheEveryKvPolicy) {
+  for (const char* name : {"full", "h2o", "streaming", "tova", "snapkv", "random"}) {
+    const KvRule rule = std::string(name) == "full"        ? KvRule{}
+                        : std::string(name) == "streaming" ? policy::kv_rule(name, 1, 0, 3)
+                                                           : policy::kv_rule(name, 0, 2, 3);
+    SCOPED_TRACE(name);
+    OptConfig c = tiny_config(true);
+    c.heads = 2;  // head_dim 32: one q8_0 block per KV row
+    expect_invariant(c, rule, 6, 2, PipelineDevice::Cpu, {}, false, false, PackedFormat::Q8_0);
+  }
+}
+
+// A KV format whose blocks do not divide head_dim is refused naming cache_format.
+TEST(PipelineInvariance, Q8CacheNeedsWholeBlocksPerRow) {
+  PipelineSpec spec;
+  spec.model = std::make_shared<const OptModel>(tiny_config(true));  // head_dim 16
+  spec.producer = dummy_weight_producer(3);
+  spec.policy.cache_format = PackedFormat::Q8_0;
+  spec.gen.gen_len = 2;
+  spec.prompts = {std::vector<int32_t>(4, 7)};
+  try {
+    run_pipeline(spec);
+    FAIL() << "q8_0 rows of 16 values were accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("policy.cache_format: q8_0 stores KV rows as whole blocks "
+                                         "of 32 values; this model's head_dim is 16"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A block of 2 sequences of the tiny model with dummy weights, everything else as the caller
 // sets it.
 PipelineSpec tiny_spec(std::shared_ptr<const DecoderModel> model) {
@@ -103,6 +136,7 @@ TEST(PipelineInvariance, CompressedCacheWritesCompressedRows) {
   };
   const int64_t d = model->kv_geometry().head_dim;
   const uint64_t plain = prefill_kv_writes(false), compressed = prefill_kv_writes(true);
+
   ASSERT_GT(plain, 0u);
   EXPECT_GE(compressed * static_cast<uint64_t>(4 * d),
             plain * static_cast<uint64_t>(quant4::row_bytes(d)));

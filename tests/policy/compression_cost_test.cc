@@ -87,9 +87,11 @@ TEST(CompressionCost, CompressCacheShrinksKvBytesByTheFormatsRatio) {
     if (h == 4096) {
       EXPECT_DOUBLE_EQ(ratio, 72.0 / 256);
     }
-    EXPECT_DOUBLE_EQ(m.kv_token_bytes(true) / m.kv_token_bytes(false), ratio);
-    EXPECT_DOUBLE_EQ(m.kv_token_bytes(true),
-                     2.0 * m.kv_heads * kv_storage_format(DType::BF16, true).bytes(m.head_dim));
+    EXPECT_DOUBLE_EQ(m.kv_token_bytes(PackedFormat::Q4G64) / m.kv_token_bytes(PackedFormat::None),
+                     ratio);
+    EXPECT_DOUBLE_EQ(
+        m.kv_token_bytes(PackedFormat::Q4G64),
+        2.0 * m.kv_heads * kv_storage_format(DType::BF16, PackedFormat::Q4G64).bytes(m.head_dim));
     // Weights and activations on the device, the cache on disk, attention on the device: dtoc
     // is the cache one step reads, ctod the slot it writes, prefill's ctod the prompt's K, V.
     const Policy p = make(8, 2, 100, 0, 0, 0, 100, 0, false);

@@ -82,7 +82,8 @@ using AdjustSpec = std::function<void(PipelineSpec&, std::mt19937&)>;
 inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const KvRule& rule,
                              int gen_len, int policies, PipelineDevice device = PipelineDevice::Cpu,
                              const AdjustSpec& adjust = {}, bool compress_weight = false,
-                             bool compress_cache = false) {
+                             bool compress_cache = false,
+                             PackedFormat cache_format = PackedFormat::None) {
   const int block = 8;
   const auto ps = prompts(block, 7);
   GenerationSettings gen;
@@ -93,7 +94,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
   if (compress_weight) compress_model_weights(*model, w);
   // The reference computes on the same kind of device (a GPU's rounding differs from a CPU's).
   GenerationSettings ref_gen = gen;
-  ref_gen.compress_cache = compress_cache;
+  ref_gen.cache_format = compress_cache ? PackedFormat::Q4G64 : cache_format;
   ref_gen.device = device == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
   const GenerateOutput ref = generate_in_ram(*model, w, ps, ref_gen);
   ASSERT_EQ(ref.tokens.size(), static_cast<size_t>(block));
@@ -107,6 +108,7 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
     spec.policy = random_policy(rng, block);
     spec.policy.compress_weight = compress_weight;
     spec.policy.compress_cache = compress_cache;
+    spec.policy.cache_format = cache_format;
     if (i == 0) {  // everything on disk
       spec.policy.w_gpu = spec.policy.w_cpu = 0;
       spec.policy.cache_gpu = spec.policy.cache_cpu = 0;
@@ -150,9 +152,10 @@ inline void expect_invariant(std::shared_ptr<const DecoderModel> model, const Kv
 inline void expect_invariant(const OptConfig& cfg, const KvRule& rule, int gen_len, int policies,
                              PipelineDevice device = PipelineDevice::Cpu,
                              const AdjustSpec& adjust = {}, bool compress_weight = false,
-                             bool compress_cache = false) {
+                             bool compress_cache = false,
+                             PackedFormat cache_format = PackedFormat::None) {
   expect_invariant(std::make_shared<const OptModel>(cfg), rule, gen_len, policies, device, adjust,
-                   compress_weight, compress_cache);
+                   compress_weight, compress_cache, cache_format);
 }
 
 }  // namespace h2oflex::testing_support

@@ -180,8 +180,8 @@ TEST(Quant4, LinearOnCompressedRowsIsLinearOnTheDequantizedMatrix) {
 TEST(Quant4, CompressedKvSlotsHoldCompressedRowsAndAttendAsTheirValues) {
   const int64_t b = 2, kvh = 2, h = 4, cap = 5, d = 80;
   const int64_t rb = quant4::row_bytes(d);
-  Tensor ks = Tensor::zeros({b, kvh, cap, rb}, DType::U8),
-         vs = Tensor::zeros({b, kvh, cap, rb}, DType::U8);
+  Tensor ks = Tensor::zeros({b, kvh, cap, rb}, DType::U8).as_packed(PackedFormat::Q4G64),
+         vs = Tensor::zeros({b, kvh, cap, rb}, DType::U8).as_packed(PackedFormat::Q4G64);
   Tensor pos = Tensor::empty({b, kvh, cap}, DType::I32),
          score = Tensor::zeros({b, kvh, cap}, DType::F32);
   ops::fill(pos, -1.0f);
