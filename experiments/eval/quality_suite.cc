@@ -10,11 +10,11 @@
 #include <limits>
 #include <sstream>
 
+#include "experiments/common/output_paths.h"
 #include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/eval_setup.h"
 #include "experiments/eval/perplexity.h"
-#include "experiments/experiment_runner.h"
-#include "experiments/output_paths.h"
+#include "experiments/suite/experiment_runner.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "runtime/core/timer.h"

@@ -4,7 +4,7 @@
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
-#include "experiments/memory_check.h"
+#include "experiments/common/memory_check.h"
 #include "runtime/dist/job_device_link.h"
 #include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"

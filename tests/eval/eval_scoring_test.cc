@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
+#include "experiments/common/model_source.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/eval/token_scorer.h"
-#include "experiments/model_source.h"
 #include "tests/eval/trained_model_fixture.h"
 #include "tests/support/hf_fixtures.h"
 #include "tests/support/scratch_dir.h"

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <string>
 
-#include "experiments/experiment_suite.h"
-#include "experiments/run_command.h"
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
+#include "experiments/run/run_command.h"
+#include "experiments/suite/experiment_suite.h"
 #include "policy/run_policy.h"
 
 namespace h2oflex {
