@@ -2,7 +2,7 @@
 // Face one), so that h2oflex and its peer are measured side by side in one suite run.
 #pragma once
 
-#include "experiments/suite/experiment_runner.h"
+#include "experiments/suite/result_row.h"
 #include "experiments/suite/experiment_suite.h"
 
 namespace h2oflex {
