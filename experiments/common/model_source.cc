@@ -216,4 +216,8 @@ ModelSource open_model_source(const std::string& model, std::optional<bool> dumm
   return open_source(model, dummy, seed);
 }
 
+engine::ModelInput engine_model_input(const ModelSource& source) {
+  return {source.model, source.producer, source.partial, source.key};
+}
+
 }  // namespace h2oflex

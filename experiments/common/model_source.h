@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/model_layout.h"
+#include "engine/request.h"
 #include "models/decoder_model.h"
 
 namespace h2oflex {
@@ -32,5 +33,8 @@ struct ModelSource {
 // `dummy: true` is written, and a directory holding none is refused naming `dummy`. A path
 // ending in .gguf is a GGUF file (models/gguf): its weights, or with `dummy: true` its shape.
 ModelSource open_model_source(const std::string& model, std::optional<bool> dummy, uint64_t seed);
+
+// The model of an engine request: the source's model, weights and their key.
+engine::ModelInput engine_model_input(const ModelSource& source);
 
 }  // namespace h2oflex

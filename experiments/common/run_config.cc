@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "engine/compute_device.h"
 #include "experiments/common/output_paths.h"
 #include "experiments/common/sampling_checks.h"
 #include "policy/run_policy.h"
@@ -200,15 +201,19 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
     for (const auto& p : c.prompt_ids) c.prompt_len = std::max<int>(c.prompt_len, p.size());
   }
   // Absent keys yield invalid yaml-cpp nodes, which must not be assigned.
-  if (root["policy"]) c.policy = root["policy"];
-  if (root["hardware"]) {
-    c.hardware = root["hardware"];
-    // Checked here, with or without a policy: a typo'd key or a bad size must not pass unseen.
-    try {
-      policy::parse_hardware_limits(c.hardware, "hardware");
-    } catch (const InputError& e) {
-      throw InputError(detail::concat(source, ": ", e.what()));
+  // Parsed here, once, with or without a policy: a typo'd key or a bad size must not pass
+  // unseen, and every command reads the same typed values.
+  try {
+    if (root["policy"] && !root["policy"].IsNull()) {
+      c.policy = policy::parse_policy_section(root["policy"], "policy");
     }
+    if (root["hardware"]) {
+      const YAML::Node hardware = root["hardware"];
+      const policy::HardwareLimits limits = policy::parse_hardware_limits(hardware, "hardware");
+      if (!hardware.IsNull()) c.hardware = limits;
+    }
+  } catch (const InputError& e) {
+    throw InputError(detail::concat(source, ": ", e.what()));
   }
   c.kv_policy = parse_kv(root["kv"], source);
   c.kv = c.kv_policy.resolve(c.prompt_len, c.gen_len);
@@ -344,10 +349,8 @@ void check_stages_have_policy(const RunConfig& c) {
 }
 
 void check_run_paths(const RunConfig& c) {
-  if (!c.has_hardware()) return;
-  const policy::HardwareLimits limits = policy::parse_hardware_limits(c.hardware, "hardware");
-  if (!limits.disk_path.empty()) {
-    check_writable_directory(limits.disk_path,
+  if (!c.hardware.disk_path.empty()) {
+    check_writable_directory(c.hardware.disk_path,
                              c.origin_of("hardware.disk_path") + ": hardware.disk_path");
   }
 }
@@ -361,6 +364,15 @@ std::vector<NamedPath> run_config_inputs(const RunConfig& c) {
 ops::ComputeType resolve_compute_type(const std::string& compute_dtype, bool on_gpu) {
   if (auto chosen = ops::parse_compute_dtype(compute_dtype, "compute_dtype")) return *chosen;
   return on_gpu ? ops::ComputeType::BF16 : ops::fastest_cpu_compute_type();
+}
+
+ComputeTarget resolve_compute_target(const RunConfig& c, bool planning_only) {
+  ComputeTarget t;
+  t.device = agreed_by_job(
+      resolve_compute_device(c.compute_device, c.source + ": compute_device", planning_only));
+  t.compute =
+      agreed_by_job(resolve_compute_type(c.compute_dtype, t.device == PipelineDevice::Cuda));
+  return t;
 }
 
 }  // namespace h2oflex

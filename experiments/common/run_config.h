@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/pipeline_device.h"
 #include "experiments/common/output_paths.h"
 #include "policy/kv_policy.h"
+#include "policy/run_policy.h"
 #include "runtime/core/op_types.h"
 
 namespace h2oflex {
@@ -35,8 +37,9 @@ struct RunConfig {
   int projected_steps = 0;     // > 0: time this many decode steps and extrapolate (flagged)
   policy::KvPolicy kv_policy;  // kv: section as written
   KvRule kv;                   // ... resolved against prompt_len and gen_len
-  YAML::Node policy;           // policy: section (absent = everything in RAM, plain batch_size)
-  YAML::Node hardware;         // hardware: section
+  // policy: section, parsed (absent = everything in RAM, plain batch_size; `auto` = planned).
+  std::optional<policy::PolicySection> policy;
+  policy::HardwareLimits hardware;  // hardware: section, parsed (absent = no budgets)
   // A hardware profile (`h2oflex profile --out`) for `policy: auto`; a relative path is taken
   // from the config file's directory.
   std::string hardware_profile;
@@ -48,8 +51,7 @@ struct RunConfig {
   // the last --set that set it or a section above it, "--set K=V (over SOURCE)", else `source`.
   std::string origin_of(const std::string& key) const;
 
-  bool has_policy() const { return policy.IsDefined() && !policy.IsNull(); }
-  bool has_hardware() const { return hardware.IsDefined() && !hardware.IsNull(); }
+  bool has_policy() const { return policy.has_value(); }
 };
 
 // Parses a YAML document; `overrides` are "dotted.key=value" strings applied first.
@@ -78,6 +80,16 @@ std::vector<NamedPath> run_config_inputs(const RunConfig& config);
 // Under `mpirun -np S` the config runs as pipeline stages, which need a `policy:` section (the
 // in-RAM path has no stages): InputError naming the config otherwise.
 void check_stages_have_policy(const RunConfig& c);
+
+// Where and in what type a config's run computes: compute_device and compute_dtype resolved on
+// this machine, then agreed by the job (pipeline stages compute on rank 0's device kind and in
+// its type: `auto` is measured by each process). `planning_only`: nothing will run, so "cuda"
+// needs no device.
+struct ComputeTarget {
+  PipelineDevice device = PipelineDevice::Cpu;
+  ops::ComputeType compute = ops::ComputeType::F32;
+};
+ComputeTarget resolve_compute_target(const RunConfig& c, bool planning_only = false);
 
 // Resolves compute_dtype (any spelling ops::parse_compute_dtype accepts): "auto" is bf16 on a
 // GPU and, on a CPU, the type whose GEMMs this machine runs fastest (measured once per process).

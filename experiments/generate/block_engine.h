@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "engine/pipeline.h"
+#include "engine/request.h"
 #include "experiments/common/model_source.h"
 #include "experiments/common/run_config.h"
 #include "experiments/generate/generate_job.h"

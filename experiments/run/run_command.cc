@@ -1,29 +1,23 @@
 #include "experiments/run/run_command.h"
-#include "experiments/run/run_summary.h"
-
-#include "runtime/core/byte_size.h"
 
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <map>
+#include <utility>
 
 #include "engine/compute_device.h"
-#include "engine/generator.h"
 #include "engine/model_footprint.h"
-#include "engine/pipeline.h"
 #include "engine/pipeline_stage.h"
-#include "experiments/common/memory_check.h"
+#include "engine/request.h"
 #include "experiments/common/model_source.h"
 #include "experiments/common/output_paths.h"
 #include "experiments/common/sha256.h"
 #include "experiments/plan/plan_command.h"
 #include "experiments/run/pipeline_progress.h"
+#include "experiments/run/run_summary.h"
 #include "experiments/run/stage_results.h"
 #include "models/model_positions.h"
 #include "policy/run_policy.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/rng.h"
-#include "runtime/dist/job_device_link.h"
 #include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"
 
@@ -44,9 +38,10 @@ std::vector<std::vector<int32_t>> seeded_prompts(const RunConfig& c, int64_t voc
 }
 
 // `policy: auto`: the planner's best policy for this model, workload and the run's budgets on
-// the config's hardware profile. Sets spec.policy; returns what was planned, for the result.
-nlohmann::json plan_run_policy(const RunConfig& c, const DecoderModel& model, DType wdtype,
-                               bool allow_compression, PipelineSpec& spec) {
+// the config's hardware profile. Returns it, and what was planned for the result.
+std::pair<policy::Policy, nlohmann::json> plan_run_policy(const RunConfig& c,
+                                                          const DecoderModel& model, DType wdtype,
+                                                          bool allow_compression) {
   H2OFLEX_INPUT_CHECK(!c.hardware_profile.empty(), c.source,
                       ": policy: auto needs the key 'hardware_profile' (a profile written by "
                       "`h2oflex profile --out hw.yaml`, e.g. experiments/hardware/local_cpu.yaml)");
@@ -55,14 +50,19 @@ nlohmann::json plan_run_policy(const RunConfig& c, const DecoderModel& model, DT
   // Weights and KV in the compute dtype; activations move as f32 (the engine's hidden states).
   const policy::ModelShape shape =
       model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0);
-  spec.policy = plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, spec.limits, allow_compression);
+  const policy::Policy planned =
+      plan_policy(shape, hw, c.prompt_len, c.gen_len, kv, c.hardware, allow_compression);
   const policy::CostEstimate e =
-      policy::estimate_cost(shape, hw, spec.policy, {c.prompt_len, c.gen_len, kv});
+      policy::estimate_cost(shape, hw, planned, {c.prompt_len, c.gen_len, kv});
   std::printf("policy: auto -> %s (planned on %s; predicted total %.3f token/s)\n",
-              spec.policy.summary().c_str(), hw.name.c_str(), e.total_tok_s);
-  return {{"hardware_profile", c.hardware_profile},   {"hardware", hw.name},
-          {"predicted_total_tok_s", e.total_tok_s},   {"predicted_prefill_tok_s", e.prefill_tok_s},
-          {"predicted_decode_tok_s", e.decode_tok_s}, {"allow_compression", allow_compression}};
+              planned.summary().c_str(), hw.name.c_str(), e.total_tok_s);
+  return {planned,
+          {{"hardware_profile", c.hardware_profile},
+           {"hardware", hw.name},
+           {"predicted_total_tok_s", e.total_tok_s},
+           {"predicted_prefill_tok_s", e.prefill_tok_s},
+           {"predicted_decode_tok_s", e.decode_tok_s},
+           {"allow_compression", allow_compression}}};
 }
 
 nlohmann::json phase(double latency, double tokens) {
@@ -81,20 +81,21 @@ namespace {
 // against the budgets as a run checks it) and, with a hardware_profile, what the cost model
 // predicts for it; nothing is loaded or run.
 nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, DType wdtype,
-                                const PipelineSpec& spec) {
-  const policy::MemoryPlan plan = plan_pipeline(spec);
-  policy::check_plan_fits(plan, spec.policy, spec.limits);
+                                const engine::Request& request) {
+  const policy::Policy pol = engine::pipeline_policy(request);
+  const policy::MemoryPlan plan = engine::plan(request);
+  policy::check_plan_fits(plan, pol, request.limits);
   nlohmann::json r;
   r["plan_only"] = true;
   r["model"] = model.name();
-  r["policy"] = spec.policy.summary();
-  r["block"] = spec.policy.block_size();
+  r["policy"] = pol.summary();
+  r["block"] = pol.block_size();
   r["kv"] = c.kv_policy.summary();
   r["planned_bytes"] = {{"device", plan.on(TierKind::Device)},
                         {"host", plan.on(TierKind::Host)},
                         {"disk", plan.on(TierKind::Disk)}};
-  std::printf("plan: block %d (%s), kv %s\n", spec.policy.block_size(),
-              spec.policy.summary().c_str(), c.kv_policy.summary().c_str());
+  std::printf("plan: block %d (%s), kv %s\n", pol.block_size(), pol.summary().c_str(),
+              c.kv_policy.summary().c_str());
   std::printf("planned: device %s  host %s  disk %s\n",
               format_bytes(static_cast<double>(plan.on(TierKind::Device))).c_str(),
               format_bytes(static_cast<double>(plan.on(TierKind::Host))).c_str(),
@@ -103,7 +104,7 @@ nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, D
     const policy::HardwareProfile hw = policy::load_hardware_profile(c.hardware_profile);
     const policy::CostEstimate e =
         policy::estimate_cost(model_shape_for(model, static_cast<double>(dtype_size(wdtype)), 4.0),
-                              hw, spec.policy, {c.prompt_len, c.gen_len, c.kv_policy});
+                              hw, pol, {c.prompt_len, c.gen_len, c.kv_policy});
     r["predicted"] = {{"hardware", hw.name},
                       {"prefill_tok_s", e.prefill_tok_s},
                       {"decode_tok_s", e.decode_tok_s},
@@ -125,18 +126,66 @@ nlohmann::json plan_only_result(const RunConfig& c, const DecoderModel& model, D
   return r;
 }
 
+// The pipeline's statistics in the result document.
+void add_pipeline_figures(const engine::Result& res, const DecoderModel& model, nlohmann::json& r) {
+  const PipelineResult& pr = res.run;
+  r["projected"] = pr.projected;
+  r["decode_steps_run"] = pr.decode_steps_run;
+  r["kv_log_compactions"] = pr.kv_log_compactions;
+  r["peak_bytes"] = pr.peak_bytes;
+  r["planned_bytes"] = pr.planned_bytes;
+  if (pr.gpu_total > 0) {
+    // The driver's view beside the tier's: the tier's peak includes what the plan charges for
+    // the context, cuBLAS and the op temporaries; the driver's counts what is really there.
+    r["device_memory"] = {{"tier_peak_bytes", pr.peak_bytes.at("device")},
+                          {"planned_bytes", pr.planned_bytes.at("device")},
+                          {"cuda_used_at_start_bytes", pr.gpu_used_at_start},
+                          {"cuda_used_peak_bytes", pr.gpu_used_peak},
+                          {"cuda_total_bytes", pr.gpu_total}};
+  }
+  nlohmann::json moved = nlohmann::json::array();
+  for (const auto& m : pr.bytes_moved) {
+    moved.push_back({{"phase", m.phase},
+                     {"kind", std::string(data_kind_name(m.kind))},
+                     {"src", std::string(tier_kind_name(m.src))},
+                     {"dst", std::string(tier_kind_name(m.dst))},
+                     {"bytes", m.bytes}});
+  }
+  r["bytes_moved"] = moved;
+  for (const auto& [phase, b] : pr.stage_busy_s) {
+    r["stage_busy_s"][phase] = {{"compute", b.compute},
+                                {"weight_load", b.weight_load},
+                                {"cache_load", b.cache_load},
+                                {"cache_store", b.cache_store}};
+  }
+  auto by_unit_kind = [&](const ByUnitKind& k) {
+    return nlohmann::json{{"embedding", k.embedding},
+                          {"layers", k.layers},
+                          {"layer_count", model.layers()},
+                          {"head", k.head}};
+  };
+  for (const auto& [phase, k] : pr.unit_wall_s) r["unit_wall_s"][phase] = by_unit_kind(k);
+  for (const auto& [phase, k] : pr.unit_compute_s) r["unit_compute_s"][phase] = by_unit_kind(k);
+  nlohmann::json pj;
+  for (const auto& [k, v] : policy::describe(res.policy)) {
+    std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
+  }
+  if (in_multi_process_job()) {
+    pj["stages"] = job_transport()->size();
+    pj["micro_blocks"] = pr.micro_blocks;
+  }
+  r["policy"] = pj;
+  if (in_multi_process_job()) r["stage_sent_bytes"] = pr.stage_sent_bytes;
+}
+
 }  // namespace
 
 nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   ModelSource src = open_model_source(c.model, c.dummy, c.seed);
   const DecoderModel& model = *src.model;
-  // Pipeline stages compute on rank 0's device kind (`auto` depends on each machine's GPUs).
-  const PipelineDevice device = agreed_by_job(
-      resolve_compute_device(c.compute_device, c.source + ": compute_device", plan_only));
-  const bool on_gpu = device == PipelineDevice::Cuda;
-  // `auto` is measured by each process; the stages of a job compute in rank 0's choice.
-  const ops::ComputeType ct = agreed_by_job(resolve_compute_type(c.compute_dtype, on_gpu));
-  const DType wdtype = matrix_dtype_for(ct);
+  const ComputeTarget target = resolve_compute_target(c, plan_only);
+  const bool on_gpu = target.device == PipelineDevice::Cuda;
+  const DType wdtype = matrix_dtype_for(target.compute);
   auto prompts = c.prompt_ids.empty() ? seeded_prompts(c, model.vocab()) : c.prompt_ids;
   for (const auto& p : prompts) {
     for (int32_t id : p) {
@@ -150,130 +199,65 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
                       ": --plan-only plans the block schedule; the config needs a policy");
   if (speaks_for_job()) std::fprintf(stderr, "loading %s ...\n", src.description.c_str());
 
-  GenerationSettings opt;
-  opt.gen_len = c.gen_len;
-  opt.stop_at_eos = c.stop_at_eos;
-  opt.compute = ct;
-  opt.kv_dtype = wdtype;
-  opt.eviction = c.kv;
-  opt.temperature = c.temperature;
-  opt.top_p = c.top_p;
-  opt.seed = c.seed;
+  engine::Request req;
+  req.model = engine_model_input(src);
+  req.device = target.device;
+  req.limits = c.hardware;
+  req.projected_steps = c.projected_steps;
+  req.gen.gen_len = c.gen_len;
+  req.gen.stop_at_eos = c.stop_at_eos;
+  req.gen.compute = target.compute;
+  req.gen.kv_dtype = wdtype;
+  req.gen.eviction = c.kv;
+  req.gen.temperature = c.temperature;
+  req.gen.top_p = c.top_p;
+  req.gen.seed = c.seed;
 
   nlohmann::json r;
-  GenerateOutput out;
-  double peak_device = 0;
-  bool compress_weight = false, compress_cache = false;  // the policy's, for the sizes below
-  r["compute_device"] = pipeline_device_name(device);
-  // On a GPU even a run without a policy goes through the pipeline: everything on the device,
-  // one GPU batch of batch_size (the in-RAM path computes on the CPU only).
+  r["compute_device"] = pipeline_device_name(target.device);
   check_stages_have_policy(c);
-  if (c.has_policy() || on_gpu) {
-    // The block schedule over tiers: the batch is gpu_batch_size x num_gpu_batches.
-    PipelineSpec spec;
-    spec.device = device;
-    spec.model = src.model;
-    spec.producer = src.producer;
-    spec.partial_producer = src.partial;
-    spec.weights_key = src.key;
-    if (c.has_hardware()) spec.limits = policy::parse_hardware_limits(c.hardware, "hardware");
-    if (c.has_policy()) {
-      const policy::PolicySection section = policy::parse_policy_section(c.policy, "policy");
-      spec.policy = section.policy;
-      if (section.is_auto) {
-        r["policy_auto"] = plan_run_policy(c, model, wdtype, section.allow_compression, spec);
-      }
-    } else {
-      spec.policy.gpu_batch_size = static_cast<int>(prompts.size());
-      spec.policy.w_gpu = spec.policy.cache_gpu = spec.policy.act_gpu = 100;
-      spec.policy.w_cpu = spec.policy.cache_cpu = spec.policy.act_cpu = 0;
+  if (c.policy) {
+    req.policy = c.policy->policy;
+    if (c.policy->is_auto) {
+      auto [planned, what] = plan_run_policy(c, model, wdtype, c.policy->allow_compression);
+      req.policy = planned;
+      r["policy_auto"] = what;
     }
-    spec.gen = opt;
-    spec.projected_steps = c.projected_steps;
-    spec.transport = job_transport();
-    if (on_gpu && !plan_only) spec.device_link = job_device_link();
-    if (speaks_for_job()) spec.on_progress = print_progress;
+  }
+  req.prompts = prompts;
+  const engine::Path path = engine::choose_path(req);
+  if (path == engine::Path::Pipeline) {
+    // One block of the schedule: gpu_batch_size x num_gpu_batches prompts.
+    const policy::Policy pol = engine::pipeline_policy(req);
     if (c.prompt_ids.empty()) {
       RunConfig block = c;
-      block.batch_size = spec.policy.block_size();
+      block.batch_size = pol.block_size();
       prompts = seeded_prompts(block, model.vocab());
     }
-    H2OFLEX_INPUT_CHECK(static_cast<int>(prompts.size()) == spec.policy.block_size(), c.source,
-                        ": ", prompts.size(), " prompts but the policy's block is ",
-                        spec.policy.gpu_batch_size, " x ", spec.policy.num_gpu_batches);
-    spec.prompts = prompts;
-    if (plan_only) return plan_only_result(c, model, wdtype, spec);
+    H2OFLEX_INPUT_CHECK(static_cast<int>(prompts.size()) == pol.block_size(), c.source, ": ",
+                        prompts.size(), " prompts but the policy's block is ", pol.gpu_batch_size,
+                        " x ", pol.num_gpu_batches);
+    req.prompts = prompts;
+    if (plan_only) return plan_only_result(c, model, wdtype, req);
     if (speaks_for_job()) {
       std::fprintf(stderr, "generating: block %d x %d, prompt %d, gen %d, policy %s ...\n",
-                   spec.policy.gpu_batch_size, spec.policy.num_gpu_batches, c.prompt_len, c.gen_len,
-                   spec.policy.summary().c_str());
+                   pol.gpu_batch_size, pol.num_gpu_batches, c.prompt_len, c.gen_len,
+                   pol.summary().c_str());
     }
-    PipelineResult pr = run_pipeline(spec);
-    out.tokens = pr.tokens;
-    out.prefill_s = pr.prefill_s;
-    out.decode_s = pr.decode_s;
-    peak_device = static_cast<double>(pr.peak_bytes["device"]);
-    r["projected"] = pr.projected;
-    r["decode_steps_run"] = pr.decode_steps_run;
-    r["kv_log_compactions"] = pr.kv_log_compactions;
-    r["peak_bytes"] = pr.peak_bytes;
-    r["planned_bytes"] = pr.planned_bytes;
-    if (pr.gpu_total > 0) {
-      // The driver's view beside the tier's: the tier's peak includes what the plan charges for
-      // the context, cuBLAS and the op temporaries; the driver's counts what is really there.
-      r["device_memory"] = {{"tier_peak_bytes", pr.peak_bytes["device"]},
-                            {"planned_bytes", pr.planned_bytes["device"]},
-                            {"cuda_used_at_start_bytes", pr.gpu_used_at_start},
-                            {"cuda_used_peak_bytes", pr.gpu_used_peak},
-                            {"cuda_total_bytes", pr.gpu_total}};
-    }
-    nlohmann::json moved = nlohmann::json::array();
-    for (const auto& m : pr.bytes_moved) {
-      moved.push_back({{"phase", m.phase},
-                       {"kind", std::string(data_kind_name(m.kind))},
-                       {"src", std::string(tier_kind_name(m.src))},
-                       {"dst", std::string(tier_kind_name(m.dst))},
-                       {"bytes", m.bytes}});
-    }
-    r["bytes_moved"] = moved;
-    for (const auto& [phase, b] : pr.stage_busy_s) {
-      r["stage_busy_s"][phase] = {{"compute", b.compute},
-                                  {"weight_load", b.weight_load},
-                                  {"cache_load", b.cache_load},
-                                  {"cache_store", b.cache_store}};
-    }
-    auto by_unit_kind = [&](const ByUnitKind& k) {
-      return nlohmann::json{{"embedding", k.embedding},
-                            {"layers", k.layers},
-                            {"layer_count", src.model->layers()},
-                            {"head", k.head}};
-    };
-    for (const auto& [phase, k] : pr.unit_wall_s) r["unit_wall_s"][phase] = by_unit_kind(k);
-    for (const auto& [phase, k] : pr.unit_compute_s) r["unit_compute_s"][phase] = by_unit_kind(k);
-    nlohmann::json pj;
-    for (const auto& [k, v] : policy::describe(spec.policy)) {
-      std::visit([&pj, &key = k](const auto& x) { pj[key] = x; }, v);
-    }
-    if (in_multi_process_job()) {
-      pj["stages"] = job_transport()->size();
-      pj["micro_blocks"] = pr.micro_blocks;
-    }
-    r["policy"] = pj;
-    if (in_multi_process_job()) {
-      r["stage_sent_bytes"] = pr.stage_sent_bytes;
-      gather_stage_results(*spec.transport, pipeline_stage(model, wdtype, spec.transport), r);
-    }
-    compress_weight = spec.policy.compress_weight;
-    compress_cache = spec.policy.compress_cache;
   } else {
     std::fprintf(stderr, "generating: batch %zu, prompt %d, gen %d ...\n", prompts.size(),
                  c.prompt_len, c.gen_len);
-    check_in_ram_fits(plan_in_ram(*src.model, opt, static_cast<int64_t>(prompts.size()),
-                                  static_cast<int64_t>(longest_prompt(prompts))),
-                      c.has_hardware() ? policy::parse_hardware_limits(c.hardware).host_mem : 0,
-                      c.source + ": batch_size " + std::to_string(prompts.size()));
-    const ModelWeights weights = load_model_weights(*src.model, wdtype, src.producer);
-    out = generate_in_ram(*src.model, weights, prompts, opt);
+  }
+  req.subject = c.source + ": batch_size " + std::to_string(prompts.size());
+  engine::Observer observer;
+  if (speaks_for_job()) observer.on_progress = print_progress;
+  const engine::Result res = engine::run(req, observer);
+  if (path == engine::Path::Pipeline) {
+    add_pipeline_figures(res, model, r);
+    if (in_multi_process_job()) {
+      gather_stage_results(*job_transport(), pipeline_stage(model, wdtype, job_transport()), r);
+    }
+  } else {
     r["projected"] = false;
   }
 
@@ -281,7 +265,7 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   const int capacity = c.kv.capacity(c.prompt_len, c.gen_len);
   r["model"] = model.name();
   r["model_source"] = src.description;
-  r["compute_dtype"] = std::string(ops::compute_type_name(ct));
+  r["compute_dtype"] = std::string(ops::compute_type_name(target.compute));
   if (!on_gpu && !ops::parse_compute_dtype(c.compute_dtype, "compute_dtype")) {
     // What "auto" measured: seconds of one prefill-like and one decode-like GEMM per type.
     for (const ops::ComputeRate& rate : ops::measured_cpu_compute_rates()) {
@@ -292,32 +276,21 @@ nlohmann::json run_experiment_config(const RunConfig& c, bool plan_only) {
   r["prompt_len"] = c.prompt_len;
   r["gen_len"] = c.gen_len;
   r["batch_size"] = prompts.size();
-  // As stored: compressed where the policy compresses (the storage formats' one size rule).
-  const KvGeometry g = model.kv_geometry();
-  double model_bytes = 0;
-  for (const WeightSpec& s : model.weight_specs()) {
-    model_bytes +=
-        static_cast<double>(tensor_bytes(stored_format(s, wdtype, compress_weight), s.shape));
-  }
-  r["model_bytes"] = model_bytes;
-  r["cache_bytes"] =
-      2.0 * batch * capacity * static_cast<double>(model.layers() * g.kv_heads) *
-      static_cast<double>(
-          kv_storage_format(opt.kv_dtype, compress_cache).bytes(static_cast<uint64_t>(g.head_dim)));
-  r["hidden_bytes"] = batch * c.prompt_len * static_cast<double>(model.hidden()) * 4.0;
-  r["peak_device_bytes"] = c.has_policy()
-                               ? peak_device
-                               : r["model_bytes"].get<double>() + r["cache_bytes"].get<double>();
-  r["prefill"] = phase(out.prefill_s, batch * c.prompt_len);
-  r["decode"] = phase(out.decode_s, batch * (c.gen_len - 1));
-  r["total"] = phase(out.prefill_s + out.decode_s, batch * c.gen_len);
+  // The engine's sizes of this run (as stored: compressed where the policy compresses).
+  r["model_bytes"] = res.model_bytes;
+  r["cache_bytes"] = res.cache_bytes;
+  r["hidden_bytes"] = res.hidden_bytes;
+  r["peak_device_bytes"] = res.peak_device_bytes;
+  r["prefill"] = phase(res.run.prefill_s, batch * c.prompt_len);
+  r["decode"] = phase(res.run.decode_s, batch * (c.gen_len - 1));
+  r["total"] = phase(res.run.prefill_s + res.run.decode_s, batch * c.gen_len);
   r["kv"] = {{"policy", c.kv.name()},
              {"sinks", c.kv.sinks},
              {"heavy", c.kv.heavy},
              {"recent", c.kv.recent},
              {"budget", capacity}};
-  r["tokens"] = out.tokens;
-  r["tokens_sha256"] = tokens_sha256(out.tokens);
+  r["tokens"] = res.run.tokens;
+  r["tokens_sha256"] = tokens_sha256(res.run.tokens);
   return r;
 }
 

@@ -1,4 +1,4 @@
-#include "experiments/common/memory_check.h"
+#include "engine/memory_check.h"
 
 #include <algorithm>
 #include <fstream>
