@@ -323,6 +323,10 @@ PipelineResult Pipeline::run() {
         std::all_of(done_.begin(), done_.end(), [](bool d) { return d; })) {
       break;
     }
+    if (!staged() && spec_.gen.stop_requested && spec_.gen.stop_requested()) {
+      result_.stopped = true;
+      break;
+    }
     step(/*prefill=*/false, i, /*decode_follows=*/i + 1 < to_run);
     ++result_.decode_steps_run;
     gpu_usage_.sample();

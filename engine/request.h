@@ -58,9 +58,12 @@ Path choose_path(const Request& request);
 // batch of all its prompts.
 policy::Policy pipeline_policy(const Request& request);
 
-// What a run tells while it works.
+// What a run tells while it works, and how it is stopped.
 struct Observer {
   ProgressFn on_progress;  // optional: the pipeline's progress (the engine prints nothing)
+  // Optional: asked between decode steps; true ends the run there (Result::stopped, the tokens
+  // so far). In one process only: pipeline stages stop between blocks (their callers' loop).
+  std::function<bool()> stop_requested;
 };
 
 struct Result {
@@ -76,6 +79,7 @@ struct Result {
   // The device's peak: the pipeline's measured peak under a policy, else (everything on the
   // compute device) the model and the cache.
   double peak_device_bytes = 0;
+  bool stopped = false;  // Observer::stop_requested ended the run early
 };
 
 // Runs the request on the path choose_path picks. Throws InputError when it cannot fit (the

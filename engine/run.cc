@@ -87,9 +87,11 @@ Result run(const Request& r, const Observer& observer) {
     PipelineSpec spec = pipeline_spec(r);
     if (r.device == PipelineDevice::Cuda) spec.device_link = job_device_link();
     spec.on_progress = observer.on_progress;
+    if (observer.stop_requested) spec.gen.stop_requested = observer.stop_requested;
     out.policy = spec.policy;
     out.run = run_pipeline(spec);
     out.run.tokens.resize(r.prompts.size());
+    out.stopped = out.run.stopped;
     fill_sizes(r, spec.policy.compress_weight, spec.policy.compress_cache, out);
     out.peak_device_bytes = r.policy ? static_cast<double>(out.run.peak_bytes["device"])
                                      : out.model_bytes + out.cache_bytes;
@@ -97,6 +99,7 @@ Result run(const Request& r, const Observer& observer) {
   }
   GenerationSettings gen = r.gen;
   gen.device = compute_device_of(r);
+  if (observer.stop_requested) gen.stop_requested = observer.stop_requested;
   check_in_ram_fits(plan_in_ram(*r.model.model, gen, static_cast<int64_t>(r.prompts.size()),
                                 static_cast<int64_t>(longest_prompt(r.prompts))),
                     r.limits.host_mem, r.subject);
@@ -110,6 +113,7 @@ Result run(const Request& r, const Observer& observer) {
   out.run.prefill_s = g.prefill_s;
   out.run.decode_s = g.decode_s;
   out.run.kept = g.kept;
+  out.run.stopped = out.stopped = g.stopped;
   fill_sizes(r, false, false, out);
   out.peak_device_bytes = out.model_bytes + out.cache_bytes;
   return out;

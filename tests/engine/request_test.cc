@@ -116,5 +116,28 @@ TEST(EngineRequest, ResultCarriesTheRunsSizes) {
   EXPECT_EQ(got.run.tokens.size(), 3u);
 }
 
+// A stop asked after the second decode step: both paths end there, each sequence holding the
+// first three tokens of the full run (the prefill's and two decode steps').
+TEST(EngineRequest, AStopBetweenDecodeStepsEndsTheRunThere) {
+  for (const bool pipeline : {false, true}) {
+    engine::Request r = tiny_request(4);
+    r.gen.gen_len = 6;
+    if (pipeline) r.policy = all_on_host(2, 2);
+    const engine::Result full = engine::run(r);
+    ASSERT_FALSE(full.stopped);
+    int asked = 0;
+    engine::Observer stop_after_two;
+    stop_after_two.stop_requested = [&asked] { return ++asked > 2; };
+    const engine::Result cut = engine::run(r, stop_after_two);
+    EXPECT_TRUE(cut.stopped) << (pipeline ? "pipeline" : "in RAM");
+    ASSERT_EQ(cut.run.tokens.size(), full.run.tokens.size());
+    for (size_t i = 0; i < full.run.tokens.size(); ++i) {
+      ASSERT_EQ(full.run.tokens[i].size(), 6u);
+      const std::vector<int32_t> head(full.run.tokens[i].begin(), full.run.tokens[i].begin() + 3);
+      EXPECT_EQ(cut.run.tokens[i], head) << (pipeline ? "pipeline" : "in RAM") << " row " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace h2oflex
