@@ -1,14 +1,9 @@
 #include "experiments/profile/profile_command.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <vector>
 
@@ -22,14 +17,9 @@
 #include "experiments/profile/disk_rates.h"
 #include "models/opt/opt_config.h"
 #include "models/opt/opt_model.h"
-#include "offload/io/aligned_buffer.h"
-#include "offload/io/disk_file.h"
-#include "offload/io/io_engine.h"
 #include "runtime/core/byte_size.h"
 #include "runtime/core/disk_space.h"
 #include "runtime/core/error.h"
-#include "runtime/core/rng.h"
-#include "runtime/core/temp_file_cleanup.h"
 #include "runtime/core/tensor.h"
 #include "runtime/core/timer.h"
 #include "runtime/ops/ops.h"

@@ -2,8 +2,8 @@
 // Face one), so that h2oflex and its peer are measured side by side in one suite run.
 #pragma once
 
-#include "experiments/suite/result_row.h"
 #include "experiments/suite/experiment_suite.h"
+#include "experiments/suite/result_row.h"
 
 namespace h2oflex {
 
