@@ -87,11 +87,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     const policy::HardwareProfile& hw = it->second;
     YAML::Node config = YAML::Clone(row.config);
     const std::string cpath = row.where + ".config";
-    const policy::KvPolicy kv =
-        config["kv"] ? policy::parse_kv_policy(config["kv"], cpath + ".kv") : policy::KvPolicy{};
-    const policy::HardwareLimits limits =
-        config["hardware"] ? policy::parse_hardware_limits(config["hardware"], cpath + ".hardware")
-                           : policy::HardwareLimits{};
+    const policy::KvPolicy& kv = row.kv;
+    const policy::HardwareLimits& limits = row.hardware;
     const double eb = element_bytes(config, hw);
     const double ab = hw.compute_device == policy::ComputeDevice::Cpu ? 4 : 2;
     std::optional<policy::ModelShape> shape;
@@ -101,9 +98,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       rr.note = std::string("not predicted: ") + e.what();
     }
     policy::Policy pol;
-    if (config["policy"]) {
-      const policy::PolicySection sec =
-          policy::parse_policy_section(config["policy"], cpath + ".policy");
+    if (row.policy) {
+      const policy::PolicySection& sec = *row.policy;
       if (sec.is_auto) {
         H2OFLEX_INPUT_CHECK(shape, cpath, ".policy: auto needs a model the cost model knows (",
                             rr.note, ")");

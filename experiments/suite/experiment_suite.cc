@@ -136,10 +136,13 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
   H2OFLEX_INPUT_CHECK(r.prompt_len >= 1, key_path(cpath, "prompt_len"), ": must be >= 1");
   H2OFLEX_INPUT_CHECK(r.gen_len >= 1, key_path(cpath, "gen_len"), ": must be >= 1");
   // Validate the sections the cost model reads, so a bad suite fails before any row runs.
-  if (r.config["policy"]) parse_policy_section(r.config["policy"], key_path(cpath, "policy"));
-  if (r.config["kv"]) parse_kv_policy(r.config["kv"], key_path(cpath, "kv"));
-  if (r.config["hardware"])
-    parse_hardware_limits(r.config["hardware"], key_path(cpath, "hardware"));
+  if (r.config["policy"]) {
+    r.policy = parse_policy_section(r.config["policy"], key_path(cpath, "policy"));
+  }
+  if (r.config["kv"]) r.kv = parse_kv_policy(r.config["kv"], key_path(cpath, "kv"));
+  if (r.config["hardware"]) {
+    r.hardware = parse_hardware_limits(r.config["hardware"], key_path(cpath, "hardware"));
+  }
   if (r.config["batch_size"]) {
     H2OFLEX_INPUT_CHECK(read_int(r.config["batch_size"], key_path(cpath, "batch_size")) >= 1,
                         key_path(cpath, "batch_size"), ": must be >= 1");

@@ -11,6 +11,8 @@
 
 #include "experiments/common/output_paths.h"
 #include "policy/cost_model.h"
+#include "policy/kv_policy.h"
+#include "policy/run_policy.h"
 
 namespace h2oflex {
 
@@ -39,9 +41,13 @@ struct SuiteRow {
   // Labels of other rows: this row's measured throughput is divided by the fastest of theirs
   // (`versus: label` or `versus: [label, ...]`: a peer's best dtype differs from CPU to CPU).
   std::vector<std::string> versus;
-  // Convenience copies from `config`.
+  // Convenience copies from `config`, and its sections the cost model reads, parsed once when
+  // the suite is loaded.
   std::string model;
   int prompt_len = 0, gen_len = 0;
+  std::optional<policy::PolicySection> policy;  // absent: everything in the compute tier
+  policy::KvPolicy kv;
+  policy::HardwareLimits hardware;
 };
 
 struct Suite {
