@@ -8,12 +8,21 @@ DType matrix_dtype_for(ops::ComputeType ct) {
   return ops::operand_dtype(ct);
 }
 
-policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype) {
+WeightFormat weight_format_on_device(const WeightFormat& format, bool cuda) {
+  if (cuda && format.mode == WeightFormat::Mode::Stored) return {WeightFormat::Mode::Plain, {}};
+  return format;
+}
+
+policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype,
+                                       const WeightFormat& format) {
   policy::ModelFootprint f;
-  for (const WeightSpec& s : model.weight_specs()) {
-    f.tensor_bytes.push_back(tensor_bytes(stored_format(s, matrix_dtype, false), s.shape));
+  const std::vector<StorageFormat> plain = weight_formats(model, matrix_dtype, format, false);
+  const std::vector<StorageFormat> compressed = weight_formats(model, matrix_dtype, format, true);
+  const auto& specs = model.weight_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    f.tensor_bytes.push_back(tensor_bytes(plain[i], specs[i].shape));
     f.compressed_bytes.push_back(
-        compressible(s) ? tensor_bytes(stored_format(s, matrix_dtype, true), s.shape) : 0);
+        compressible(specs[i]) ? tensor_bytes(compressed[i], specs[i].shape) : 0);
   }
   f.unit_tensors = model.unit_tensors();
   const KvGeometry g = model.kv_geometry();

@@ -13,7 +13,12 @@ DType matrix_dtype_for(ops::ComputeType ct);
 
 // Matrices stored as `matrix_dtype`, vectors as f32 (as the weight layout and the engine store
 // them).
-policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype);
+// `stored` as it applies on the compute device: the GGUF block formats are computed on the CPU
+// only (the GPU has q4_g64's kernels), so on CUDA a checkpoint's blocks are unpacked at load.
+WeightFormat weight_format_on_device(const WeightFormat& format, bool cuda);
+
+policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype,
+                                       const WeightFormat& format = {});
 
 // The cost model's view of `model`: dimensions, parameter counts from its tensors, and the
 // footprint. `weight_bytes` for weights and KV (2 = fp16/bf16, 4 = f32), `act_bytes` for hidden

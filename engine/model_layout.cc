@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "offload/io/io_engine.h"
@@ -16,43 +17,35 @@ namespace h2oflex {
 
 namespace {
 
-std::string full_key(const std::string& key, DType matrix_dtype, bool compress) {
-  const StorageFormat f = compressed_format(matrix_dtype);
-  return key + ":" + std::string(dtype_name(matrix_dtype)) +
-         (compress ? ":int" + std::to_string(f.bits) + "g" + std::to_string(f.group_size) : "");
-}
-
-}  // namespace
-
-std::vector<TensorSpec> layout_specs(const DecoderModel& model, DType matrix_dtype, bool compress) {
-  std::vector<TensorSpec> out;
-  for (const WeightSpec& s : model.weight_specs()) {
-    const StorageFormat f = stored_format(s, matrix_dtype, compress);
-    const uint64_t bytes = tensor_bytes(f, s.shape);
-    if (f.packed()) {
-      const int64_t rows = shape_numel(s.shape) / s.shape.back();
-      out.push_back({s.name, {rows, quant4::row_bytes(s.shape.back())}, DType::U8, bytes});
-    } else {
-      out.push_back({s.name, s.shape, f.dtype, bytes});
-    }
+// ":int4g64" for q4_g64 alone (the name layouts of compress_weight have always had), else the
+// packed formats' names: ":q4_1+q8_0". Empty when nothing is packed.
+std::string layout_format_suffix(const std::vector<PackedFormat>& packed) {
+  std::set<std::string_view> names;
+  for (PackedFormat f : packed) {
+    if (f != PackedFormat::None) names.insert(packed_format_row(f).name);
   }
+  if (names.empty()) return "";
+  if (names.size() == 1 && *names.begin() == packed_format_row(PackedFormat::Q4G64).name) {
+    return ":int" + std::to_string(4) + "g" + std::to_string(quant4::kGroup);
+  }
+  std::string out;
+  for (std::string_view n : names) out += (out.empty() ? ":" : "+") + std::string(n);
   return out;
 }
 
-void produce_stored_tensor(const WeightSpec& spec, const TensorSpec& layout,
-                           const WeightProducer& producer, void* dst) {
-  if (layout.dtype != DType::U8) {
-    producer(spec, layout.dtype, dst);
-    return;
-  }
-  Tensor values = Tensor::empty(spec.shape, DType::F32);
-  producer(spec, DType::F32, values.raw());
-  Tensor packed = Tensor::wrap(dst, layout.shape, DType::U8);
-  ops::quantize4(values, packed);
+std::vector<PackedFormat> packed_of(const std::vector<StorageFormat>& formats) {
+  std::vector<PackedFormat> out;
+  for (const StorageFormat& f : formats) out.push_back(f.packed);
+  return out;
 }
 
-std::string model_layout_dir(const std::string& disk_path, const std::string& key,
-                             DType matrix_dtype, bool compress) {
+std::string full_key(const std::string& key, DType matrix_dtype,
+                     const std::vector<PackedFormat>& packed) {
+  return key + ":" + std::string(dtype_name(matrix_dtype)) + layout_format_suffix(packed);
+}
+
+std::string layout_dir_name(const std::string& disk_path, const std::string& key,
+                            DType matrix_dtype, const std::vector<PackedFormat>& packed) {
   // The directory is named after where the weights come from, not their content fingerprint:
   // a changed checkpoint is rebuilt in place (its index holds the full key) instead of leaving
   // the old layout behind to fill the disk.
@@ -60,7 +53,7 @@ std::string model_layout_dir(const std::string& disk_path, const std::string& ke
   if (const size_t at = where.find(":content="); at != std::string::npos) {
     where.erase(at, where.find(':', at + 1) - at);  // up to the next field, or the end
   }
-  std::string name = full_key(where, matrix_dtype, compress);
+  std::string name = full_key(where, matrix_dtype, packed);
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') c = '_';
   }
@@ -71,59 +64,114 @@ std::string model_layout_dir(const std::string& disk_path, const std::string& ke
   return disk_path + "/h2oflex-weights/" + name;
 }
 
+}  // namespace
+
+std::vector<TensorSpec> layout_specs(const DecoderModel& model,
+                                     const std::vector<StorageFormat>& formats) {
+  const auto& specs = model.weight_specs();
+  H2OFLEX_CHECK(formats.size() == specs.size(), "layout_specs: ", formats.size(), " formats for ",
+                specs.size(), " weights");
+  std::vector<TensorSpec> out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const StorageFormat& f = formats[i];
+    out.push_back({specs[i].name, stored_shape(f, specs[i].shape),
+                   f.is_packed() ? DType::U8 : f.dtype, tensor_bytes(f, specs[i].shape)});
+  }
+  return out;
+}
+
+void produce_stored_tensor(const DecoderModel& model, size_t index, const StorageFormat& format,
+                           const WeightProducer& producer, const PackedWeightProducer& packed,
+                           void* dst) {
+  const WeightSpec& spec = model.weight_specs().at(index);
+  if (!format.is_packed()) {
+    producer(spec, format.dtype, dst);
+    return;
+  }
+  if (packed && model.weight_source(index) == format.packed) {
+    packed(spec, format.packed, dst);  // the checkpoint's blocks as read
+    return;
+  }
+  Tensor values = Tensor::empty(spec.shape, DType::F32);
+  producer(spec, DType::F32, values.raw());
+  Tensor out =
+      Tensor::wrap(dst, stored_shape(format, spec.shape), DType::U8).as_packed(format.packed);
+  ops::pack(values, out);
+}
+
+std::string model_layout_dir(const std::string& disk_path, const std::string& key,
+                             DType matrix_dtype, const std::vector<StorageFormat>& formats) {
+  return layout_dir_name(disk_path, key, matrix_dtype, packed_of(formats));
+}
+
+std::string model_layout_dir(const std::string& disk_path, const std::string& key,
+                             DType matrix_dtype, bool compress) {
+  return layout_dir_name(disk_path, key, matrix_dtype,
+                         {compress ? PackedFormat::Q4G64 : PackedFormat::None});
+}
+
 std::unique_ptr<WeightLayout> open_or_build_model_layout(
     const std::string& dir, const std::string& key, const DecoderModel& model, DType matrix_dtype,
-    const WeightProducer& whole, const PartialWeightProducer& partial, bool compress) {
+    const std::vector<StorageFormat>& formats, const LayoutSources& sources) {
   const std::vector<WeightSpec>& wspecs = model.weight_specs();
-  std::map<std::string, const WeightSpec*> by_name;
-  for (const auto& s : wspecs) by_name[s.name] = &s;
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < wspecs.size(); ++i) by_name[wspecs[i].name] = i;
   // Checkpoint readers produce whole tensors: keep the current one while the layout asks for it
   // chunk by chunk (memory: one tensor plus one chunk).
   std::string cached_name;
   std::vector<std::byte> cached;
   const TensorProducer producer = [&](const TensorSpec& t, uint64_t byte_offset,
                                       std::span<std::byte> out) {
-    const WeightSpec& ws = *by_name.at(t.name);
+    const size_t index = by_name.at(t.name);
+    const WeightSpec& ws = wspecs[index];
     const size_t esize = dtype_size(t.dtype);
-    if (t.dtype == DType::U8) {  // compressed: produced and compressed whole, then cut
+    if (formats[index].is_packed()) {  // produced (and packed) whole, then cut
       if (cached_name != t.name) {
         cached.resize(t.bytes);
         const WeightProducer one = [&](const WeightSpec& w, DType dt, void* dst) {
-          if (partial) {
-            partial(w, dt, 0, static_cast<uint64_t>(shape_numel(w.shape)), dst);
+          if (sources.partial) {
+            sources.partial(w, dt, 0, static_cast<uint64_t>(shape_numel(w.shape)), dst);
           } else {
-            whole(w, dt, dst);
+            sources.whole(w, dt, dst);
           }
         };
-        produce_stored_tensor(ws, t, one, cached.data());
+        produce_stored_tensor(model, index, formats[index], one, sources.packed, cached.data());
         cached_name = t.name;
       }
       std::memcpy(out.data(), cached.data() + byte_offset, out.size());
       return;
     }
-    if (partial) {
-      partial(ws, t.dtype, byte_offset / esize, out.size() / esize, out.data());
+    if (sources.partial) {
+      sources.partial(ws, t.dtype, byte_offset / esize, out.size() / esize, out.data());
       return;
     }
     if (byte_offset == 0 && out.size() == t.bytes) {
-      whole(ws, t.dtype, out.data());
+      sources.whole(ws, t.dtype, out.data());
       return;
     }
     if (cached_name != t.name) {
       cached.resize(t.bytes);
-      whole(ws, t.dtype, cached.data());
+      sources.whole(ws, t.dtype, cached.data());
       cached_name = t.name;
     }
     std::memcpy(out.data(), cached.data() + byte_offset, out.size());
   };
   bool rebuilt = false;
   std::fprintf(stderr, "weights: opening the offload layout in %s ...\n", dir.c_str());
-  auto layout = WeightLayout::open_or_build(dir, full_key(key, matrix_dtype, compress),
-                                            layout_specs(model, matrix_dtype, compress), producer,
-                                            {}, &rebuilt);
+  auto layout = WeightLayout::open_or_build(dir, full_key(key, matrix_dtype, packed_of(formats)),
+                                            layout_specs(model, formats), producer, {}, &rebuilt);
   std::fprintf(stderr, "weights: %s %s (%.2f GiB)\n", rebuilt ? "wrote" : "reused", dir.c_str(),
                static_cast<double>(layout->data_bytes()) / (1024.0 * 1024.0 * 1024.0));
   return layout;
+}
+
+std::unique_ptr<WeightLayout> open_or_build_model_layout(
+    const std::string& dir, const std::string& key, const DecoderModel& model, DType matrix_dtype,
+    const WeightProducer& whole, const PartialWeightProducer& partial) {
+  return open_or_build_model_layout(
+      dir, key, model, matrix_dtype,
+      weight_formats(model, matrix_dtype, {WeightFormat::Mode::Plain, {}}, false),
+      LayoutSources{whole, partial, {}});
 }
 
 WeightProducer layout_weight_producer(std::shared_ptr<WeightLayout> layout) {

@@ -45,6 +45,7 @@ struct PipelineSpec {
   std::shared_ptr<const DecoderModel> model;
   WeightProducer producer;
   PartialWeightProducer partial_producer;  // optional: faster layout writing for dummy weights
+  PackedWeightProducer packed_producer;    // optional: a GGUF tensor's blocks as stored
   std::string weights_key;  // identifies the weights; disk-resident weights live in a layout
                             // under disk_path keyed by it, reused by later runs
   policy::Policy policy;

@@ -67,7 +67,9 @@ PipelineStage stage_of(const PipelineSpec& spec) {
                       "policy.stages: ", spec.policy.stages, " stages but the job has ", processes,
                       " process", processes == 1 ? "" : "es", " (run it as `mpirun -np ",
                       spec.policy.stages, " h2oflex ...`)");
-  return pipeline_stage(*spec.model, matrix_dtype_for(spec.gen.compute), spec.transport);
+  return pipeline_stage(
+      *spec.model, matrix_dtype_for(spec.gen.compute), spec.transport,
+      weight_format_on_device(spec.policy.weight_format, spec.device == PipelineDevice::Cuda));
 }
 
 policy::MemoryPlan plan_for(const PipelineSpec& spec, const PipelineStage& stage,

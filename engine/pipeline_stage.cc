@@ -7,8 +7,8 @@
 namespace h2oflex {
 
 PipelineStage pipeline_stage(const DecoderModel& model, DType matrix_dtype,
-                             const Transport* transport) {
-  const policy::ModelFootprint full = model_footprint(model, matrix_dtype);
+                             const Transport* transport, const WeightFormat& weight_format) {
+  const policy::ModelFootprint full = model_footprint(model, matrix_dtype, weight_format);
   PipelineStage st;
   if (transport == nullptr || transport->size() == 1) {
     st.part.footprint = full;

@@ -25,8 +25,9 @@ struct PipelineStage {
 };
 
 // The stage of this process: the whole model without a transport or with one of size 1 (the
-// footprint and its indices exactly the model's), else stage transport->rank().
+// footprint and its indices exactly the model's), else stage transport->rank(). Weights are
+// sized as `weight_format` stores them.
 PipelineStage pipeline_stage(const DecoderModel& model, DType matrix_dtype,
-                             const Transport* transport);
+                             const Transport* transport, const WeightFormat& weight_format = {});
 
 }  // namespace h2oflex

@@ -26,6 +26,7 @@ struct ModelInput {
   std::shared_ptr<const DecoderModel> model;
   WeightProducer producer;
   PartialWeightProducer partial_producer;  // optional: faster layout writing for dummy weights
+  PackedWeightProducer packed_producer;    // optional: a GGUF tensor's blocks as stored
   std::string weights_key;                 // identifies the weights (offload layouts reuse it)
 };
 

@@ -22,6 +22,7 @@ PipelineSpec pipeline_spec(const Request& r) {
   spec.model = r.model.model;
   spec.producer = r.model.producer;
   spec.partial_producer = r.model.partial_producer;
+  spec.packed_producer = r.model.packed_producer;
   spec.weights_key = r.model.weights_key;
   spec.policy = pipeline_policy(r);
   spec.limits = r.limits;
@@ -41,13 +42,16 @@ PipelineSpec pipeline_spec(const Request& r) {
   return spec;
 }
 
-// The sizes a run reports, by the storage formats' one size rule.
-void fill_sizes(const Request& r, bool compress_weight, bool compress_cache, Result& out) {
+// The sizes a run reports, by the storage formats' one size rule: packed where the policy or
+// the checkpoint packs.
+void fill_sizes(const Request& r, const WeightFormat& weight_format, bool compress_weight,
+                bool compress_cache, Result& out) {
   const DecoderModel& model = *r.model.model;
   const DType wdtype = matrix_dtype_for(r.gen.compute);
-  for (const WeightSpec& s : model.weight_specs()) {
-    out.model_bytes +=
-        static_cast<double>(tensor_bytes(stored_format(s, wdtype, compress_weight), s.shape));
+  const std::vector<StorageFormat> formats =
+      weight_formats(model, wdtype, weight_format, compress_weight);
+  for (size_t i = 0; i < formats.size(); ++i) {
+    out.model_bytes += static_cast<double>(tensor_bytes(formats[i], model.weight_specs()[i].shape));
   }
   const double batch = static_cast<double>(r.prompts.size());
   const int prompt_len = static_cast<int>(longest_prompt(r.prompts));
@@ -92,7 +96,8 @@ Result run(const Request& r, const Observer& observer) {
     out.run = run_pipeline(spec);
     out.run.tokens.resize(r.prompts.size());
     out.stopped = out.run.stopped;
-    fill_sizes(r, spec.policy.compress_weight, spec.policy.compress_cache, out);
+    fill_sizes(r, spec.policy.weight_format, spec.policy.compress_weight,
+               spec.policy.compress_cache, out);
     out.peak_device_bytes = r.policy ? static_cast<double>(out.run.peak_bytes["device"])
                                      : out.model_bytes + out.cache_bytes;
     return out;
@@ -105,7 +110,11 @@ Result run(const Request& r, const Observer& observer) {
                     r.limits.host_mem, r.subject);
   std::optional<ModelWeights> loaded;
   if (r.resident_weights == nullptr) {  // on the CPU (choose_path)
-    loaded = load_model_weights(*r.model.model, matrix_dtype_for(gen.compute), r.model.producer);
+    const WeightFormat in_ram = weight_format_on_device({}, /*cuda=*/false);
+    loaded = load_model_weights(
+        *r.model.model,
+        weight_formats(*r.model.model, matrix_dtype_for(gen.compute), in_ram, false),
+        r.model.producer, r.model.packed_producer);
   }
   const GenerateOutput g = generate_in_ram(
       *r.model.model, r.resident_weights ? *r.resident_weights : *loaded, r.prompts, gen);
@@ -114,7 +123,7 @@ Result run(const Request& r, const Observer& observer) {
   out.run.decode_s = g.decode_s;
   out.run.kept = g.kept;
   out.run.stopped = out.stopped = g.stopped;
-  fill_sizes(r, false, false, out);
+  fill_sizes(r, WeightFormat{}, false, false, out);
   out.peak_device_bytes = out.model_bytes + out.cache_bytes;
   return out;
 }

@@ -16,6 +16,16 @@ std::vector<TensorSpec> stage_specs(std::vector<TensorSpec> all, const PipelineS
   return mine;
 }
 
+// The formats the plan sized the weights in: the policy's weight_format, with compress_weight's
+// q4_g64 where the plan chose it (memory_plan.h, WeightPlacement::compressed).
+std::vector<StorageFormat> planned_formats(const DecoderModel& model, DType matrix_dtype,
+                                           const policy::MemoryPlan& plan,
+                                           const WeightFormat& format) {
+  const auto& c = plan.weights->compressed;
+  return weight_formats(model, matrix_dtype, format,
+                        std::find(c.begin(), c.end(), true) != c.end());
+}
+
 }  // namespace
 
 WeightStream::WeightStream(const DecoderModel& model, const PipelineStage& stage,
@@ -25,9 +35,8 @@ WeightStream::WeightStream(const DecoderModel& model, const PipelineStage& stage
       stage_(stage),
       plan_(plan),
       tiers_(tiers),
-      compressed_(std::find(plan.weights->compressed.begin(), plan.weights->compressed.end(),
-                            true) != plan.weights->compressed.end()),
-      specs_(stage_specs(layout_specs(model, matrix_dtype, compressed_), stage)) {
+      formats_(planned_formats(model, matrix_dtype, plan, source.format)),
+      specs_(stage_specs(layout_specs(model, formats_), stage)) {
   for (size_t i = 0; i < specs_.size(); ++i) {
     H2OFLEX_CHECK(specs_[i].bytes == plan.weights->bytes[i], "weights: '", specs_[i].name,
                   "' is stored in ", specs_[i].bytes, " bytes, the plan has ",
@@ -40,17 +49,19 @@ WeightStream::WeightStream(const DecoderModel& model, const PipelineStage& stage
     // read from it once (faster than producing them again).
     H2OFLEX_CHECK(!source.weights_key.empty(), "pipeline: weights on disk need a weights_key");
     const std::string dir =
-        model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype, compressed_);
-    check_disk_room(dir, layout_specs(model, matrix_dtype, compressed_));
-    layout_ = open_or_build_model_layout(dir, source.weights_key, model, matrix_dtype,
-                                         source.producer, source.partial_producer, compressed_);
+        model_layout_dir(tiers.disk_path(), source.weights_key, matrix_dtype, formats_);
+    check_disk_room(dir, layout_specs(model, formats_));
+    layout_ = open_or_build_model_layout(
+        dir, source.weights_key, model, matrix_dtype, formats_,
+        LayoutSources{source.producer, source.partial_producer, source.packed_producer});
   }
   WeightSource from;
   from.layout = layout_.get();
   if (!layout_) {
-    from.fill = [this, producer = source.producer](size_t i, void* dst) {
-      produce_stored_tensor(model_.weight_specs()[stage_.part.model_tensor[i]], specs_[i], producer,
-                            dst);
+    from.fill = [this, producer = source.producer, packed = source.packed_producer](size_t i,
+                                                                                    void* dst) {
+      const size_t index = stage_.part.model_tensor[i];
+      produce_stored_tensor(model_, index, formats_[index], producer, packed, dst);
     };
   }
   store_ = std::make_unique<WeightStore>(
@@ -116,8 +127,9 @@ std::unique_ptr<UnitWeights> WeightStream::bind(int unit) const {
                                  plan_.weights->workspace_offset[unit][j]
                            : store_->resident(i);
     const Device d = in_workspace ? tiers_.compute_device() : tiers_.tensor_device(home);
-    // A compressed matrix is bound as its u8 rows: ops::linear dequantizes where it computes.
-    out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d));
+    // A packed matrix is bound as its u8 rows: ops::linear unpacks where it computes.
+    const PackedFormat f = formats_[stage_.part.model_tensor[i]].packed;
+    out.push_back(Tensor::wrap(p, specs_[i].shape, specs_[i].dtype, d).as_packed(f));
   }
   return model_.bind(stage_.part.model_unit[static_cast<size_t>(unit)], out);
 }

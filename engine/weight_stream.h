@@ -17,9 +17,11 @@ namespace h2oflex {
 struct WeightSourceSpec {
   WeightProducer producer;
   PartialWeightProducer partial_producer;  // optional: faster layout writing for dummy weights
+  PackedWeightProducer packed_producer;    // optional: a checkpoint's packed blocks as stored
   std::string weights_key;  // identifies the weights; disk-resident weights live in a layout
                             // under disk_path keyed by it, reused by later runs
   bool pin = true;          // host homes pinned
+  WeightFormat format;      // the policy's weight_format
 };
 
 class WeightStream {
@@ -36,7 +38,7 @@ class WeightStream {
   // Copies `unit`'s staged tensors into workspace buffer unit % 2; returns what to wait for.
   std::vector<TransferHandle> prefetch(int unit, const std::string& phase);
   // The unit's weights bound by the model: staged tensors from the workspace, others in place;
-  // compressed matrices as their u8 rows (ops::linear takes them).
+  // packed matrices as their u8 rows, marked with their format (ops::linear takes them).
   std::unique_ptr<UnitWeights> bind(int unit) const;
 
  private:
@@ -46,8 +48,8 @@ class WeightStream {
   const PipelineStage& stage_;
   const policy::MemoryPlan& plan_;
   TierSet& tiers_;
-  bool compressed_;  // compress_weight: the compressible matrices are stored compressed
-  std::vector<TensorSpec> specs_;  // per stage tensor
+  std::vector<StorageFormat> formats_;  // per model tensor (weight_formats)
+  std::vector<TensorSpec> specs_;       // per stage tensor
   std::unique_ptr<WeightLayout> layout_;
   std::unique_ptr<WeightStore> store_;
   void* workspace_[2] = {nullptr, nullptr};

@@ -1,7 +1,6 @@
 #include "models/decoder_model.h"
 
 #include "runtime/core/error.h"
-#include "runtime/core/quant4.h"
 #include "runtime/ops/ops.h"
 
 namespace h2oflex {
@@ -44,6 +43,69 @@ ModelWeights load_model_weights(const DecoderModel& model, DType matrix_dtype,
   return w;
 }
 
+StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const WeightFormat& format,
+                            bool compress, PackedFormat source) {
+  const StorageFormat plain = StorageFormat::plain(stored_dtype(spec.role, matrix_dtype));
+  const int64_t row = spec.shape.empty() ? 1 : spec.shape.back();
+  const auto packed_as = [&](PackedFormat f) {
+    return compressible(spec) && row_fits(f, row) ? StorageFormat{plain.dtype, f} : plain;
+  };
+  switch (format.mode) {
+    case WeightFormat::Mode::Plain:
+      return compress ? packed_as(PackedFormat::Q4G64) : plain;
+    case WeightFormat::Mode::Packed:
+      H2OFLEX_INPUT_CHECK(packed_format_row(format.packed).packable,
+                          "policy.weight_format: ", packed_format_row(format.packed).name,
+                          " is read from GGUF files only (weight_format: stored keeps a file's "
+                          "own blocks); formats weights can be packed to: ",
+                          packed_format_list([](const PackedFormatRow& r) { return r.packable; }));
+      return packed_as(format.packed);
+    case WeightFormat::Mode::Stored:
+      break;
+  }
+  if (source != PackedFormat::None) return packed_as(source);
+  return compress ? packed_as(PackedFormat::Q4G64) : plain;
+}
+
+std::vector<StorageFormat> weight_formats(const DecoderModel& model, DType matrix_dtype,
+                                          const WeightFormat& format, bool compress) {
+  std::vector<StorageFormat> out;
+  const auto& specs = model.weight_specs();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    out.push_back(stored_format(specs[i], matrix_dtype, format, compress, model.weight_source(i)));
+  }
+  return out;
+}
+
+ModelWeights load_model_weights(const DecoderModel& model,
+                                const std::vector<StorageFormat>& formats,
+                                const WeightProducer& fill, const PackedWeightProducer& packed) {
+  const auto& specs = model.weight_specs();
+  H2OFLEX_CHECK(formats.size() == specs.size(), "load_model_weights: ", formats.size(),
+                " formats for ", specs.size(), " weights");
+  ModelWeights w;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const WeightSpec& spec = specs[i];
+    const StorageFormat& f = formats[i];
+    if (!f.is_packed()) {
+      Tensor t = Tensor::empty(spec.shape, f.dtype);
+      fill(spec, f.dtype, t.raw());
+      w.tensors.push_back(std::move(t));
+      continue;
+    }
+    Tensor t = Tensor::empty(stored_shape(f, spec.shape), DType::U8).as_packed(f.packed);
+    if (packed && model.weight_source(i) == f.packed) {
+      packed(spec, f.packed, t.raw());  // the checkpoint's blocks as read
+    } else {
+      Tensor values = Tensor::empty(spec.shape, DType::F32);
+      fill(spec, DType::F32, values.raw());
+      ops::pack(values, t);
+    }
+    w.tensors.push_back(std::move(t));
+  }
+  return w;
+}
+
 void compress_model_weights(const DecoderModel& model, ModelWeights& weights) {
   for (size_t i = 0; i < model.weight_specs().size(); ++i) {
     const WeightSpec& spec = model.weight_specs()[i];
@@ -51,8 +113,9 @@ void compress_model_weights(const DecoderModel& model, ModelWeights& weights) {
     const Tensor& t = weights.tensors.at(i);
     const Tensor values = t.dtype() == DType::F32 ? t : to_dtype(t, DType::F32);
     const int64_t n = spec.shape.back();
-    Tensor packed = Tensor::empty({shape_numel(spec.shape) / n, quant4::row_bytes(n)}, DType::U8);
-    ops::quantize4(values, packed);
+    const StorageFormat f = compressed_format(t.dtype());
+    Tensor packed = Tensor::empty(stored_shape(f, spec.shape), DType::U8).as_packed(f.packed);
+    ops::pack(values, packed);
     weights.tensors[i] = std::move(packed);
   }
 }

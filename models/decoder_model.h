@@ -79,7 +79,24 @@ class DecoderModel {
 
   int units() const { return static_cast<int>(layers()) + 2; }
   int head_unit() const { return units() - 1; }
+
+  // The packed format the checkpoint holds weight i in (a GGUF tensor's blocks), None for a float
+  // one. Set once by the checkpoint's reader, before the model is shared.
+  PackedFormat weight_source(size_t i) const {
+    return i < weight_sources_.size() ? weight_sources_[i] : PackedFormat::None;
+  }
+  void set_weight_sources(std::vector<PackedFormat> sources) {
+    weight_sources_ = std::move(sources);
+  }
+
+ private:
+  std::vector<PackedFormat> weight_sources_;
 };
+
+// How each weight is stored under `format` (and compress_weight): models/weight_spec.h's rule,
+// stored_format, per tensor with the checkpoint's own formats.
+std::vector<StorageFormat> weight_formats(const DecoderModel& model, DType matrix_dtype,
+                                          const WeightFormat& format, bool compress);
 
 // Every weight element of the model (a tensor shared by two units counted once).
 int64_t parameter_count(const DecoderModel& model);
@@ -99,9 +116,14 @@ struct ModelWeights {
 // Loads every tensor into host memory: matrices as `matrix_dtype`, vectors as f32.
 ModelWeights load_model_weights(const DecoderModel& model, DType matrix_dtype,
                                 const WeightProducer& fill);
+// The same in `formats` (weight_formats): a packed tensor is filled by `packed` when given and the
+// checkpoint holds it in that format (its blocks as read), else packed from its f32 values.
+ModelWeights load_model_weights(const DecoderModel& model,
+                                const std::vector<StorageFormat>& formats,
+                                const WeightProducer& fill, const PackedWeightProducer& packed);
 
 // compress_weight in memory: every compressible matrix (weight_spec.h) replaced by its
-// compressed u8 rows (runtime/core/quant4.h), which ops::linear takes as they are.
+// compressed u8 rows (q4_g64), which ops::linear takes as they are.
 void compress_model_weights(const DecoderModel& model, ModelWeights& weights);
 
 // Builds unit_tensors() from the specs' layers: spec i with layer l >= 0 goes to unit l + 1;

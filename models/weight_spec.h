@@ -22,6 +22,9 @@ struct WeightSpec {
 
 // Fills one tensor, given its spec and the dtype to store it in, into dst (numel elements).
 using WeightProducer = std::function<void(const WeightSpec&, DType, void* dst)>;
+// Copies a tensor the checkpoint holds packed in `format` into dst as stored (rows of its format's
+// row bytes, in the family's row order), no values unpacked.
+using PackedWeightProducer = std::function<void(const WeightSpec&, PackedFormat, void* dst)>;
 
 // The dtype a tensor of `role` is stored in when matrices use `matrix_dtype`.
 inline DType stored_dtype(WeightRole role, DType matrix_dtype) {
@@ -41,5 +44,15 @@ inline StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, b
   const DType dt = stored_dtype(spec.role, matrix_dtype);
   return compress && compressible(spec) ? compressed_format(dt) : StorageFormat::plain(dt);
 }
+
+// The rule under the policy's weight_format, for a tensor the checkpoint holds in `source` (None:
+// floats). Only compressible matrices are ever packed, and only in a format whose blocks divide
+// their rows:
+//   packed (q8_0, ...)  that format, packed at load (InputError for a format that cannot be
+//                       packed here, naming weight_format);
+//   stored              the checkpoint's own format when it holds one, else as `compress` says;
+//   plain               as `compress` says (q4_g64 or plain), whatever the checkpoint holds.
+StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const WeightFormat& format,
+                            bool compress, PackedFormat source);
 
 }  // namespace h2oflex

@@ -232,7 +232,7 @@ void plan_gpu_runtime(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
   const uint64_t prefill_row_stats = gbs * heads * prompt * 2 * 4;  // max and normalizer per row
   const uint64_t decode_head_probs = gbs * heads * static_cast<uint64_t>(s.kv_slots + 1) * 4;
   // A compressed cache is dequantized to f32 K and V before decode attention reads it.
-  const uint64_t decoded_cache = s.kv_format.packed()
+  const uint64_t decoded_cache = s.kv_format.is_packed()
                                      ? 2 * gbs * static_cast<uint64_t>(m.kv_heads * s.kv_slots) *
                                            static_cast<uint64_t>(m.head_dim) * 4
                                      : 0;

@@ -60,6 +60,9 @@ std::string Policy::summary() const {
   if (!overlap) os << " no-overlap";
   if (!pin_weight) os << " unpinned";
   if (compress_weight) os << " compress_weight";
+  if (weight_format.mode != WeightFormat::Mode::Stored && !compress_weight) {
+    os << " weight_format " << weight_format.name();
+  }
   if (compress_cache) os << " compress_cache";
   if (stages > 0) os << " stages " << stages;
   if (micro_blocks > 0) os << " micro_blocks " << micro_blocks;
@@ -87,7 +90,7 @@ void validate_policy(const Policy& p, const std::string& path) {
 Policy parse_policy(const YAML::Node& node, const std::string& path) {
   require_mapping(node, path,
                   {"gpu_batch_size", "num_gpu_batches", "weights", "cache", "activations",
-                   "overlap", "cpu_cache_compute", "pin_weight", "compress_weight",
+                   "overlap", "cpu_cache_compute", "pin_weight", "compress_weight", "weight_format",
                    "compress_cache", "stages", "micro_blocks"});
   Policy p;
   auto count = [&](const char* key, int& out) {
@@ -118,8 +121,29 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
   if (node["compress_cache"]) {
     p.compress_cache = read_bool(node["compress_cache"], key_path(path, "compress_cache"));
   }
+  if (node["weight_format"]) {
+    const std::string k = key_path(path, "weight_format");
+    p.weight_format = parse_weight_format(read_string(node["weight_format"], k), k);
+    const bool q4 = p.weight_format == WeightFormat::packed_as(PackedFormat::Q4G64);
+    // compress_weight: true is q4_g64 written another way; the two keys must agree.
+    H2OFLEX_INPUT_CHECK(!node["compress_weight"] || p.compress_weight == q4 ||
+                            p.weight_format.mode != WeightFormat::Mode::Packed,
+                        k, ": '", p.weight_format.name(), "' contradicts ",
+                        key_path(path, "compress_weight"), ": ",
+                        p.compress_weight ? "true" : "false", " (compress_weight: true is q4_g64)");
+    if (q4) p.compress_weight = true;
+  }
   validate_policy(p, path);
   return p;
+}
+
+WeightFormat parse_weight_format(const std::string& value, const std::string& key) {
+  if (value == "stored") return {};
+  if (value == "plain") return {WeightFormat::Mode::Plain, PackedFormat::None};
+  const PackedFormatRow* row = packed_format_by_name(value);
+  H2OFLEX_INPUT_CHECK(row != nullptr, key, ": '", value,
+                      "' is not a weight format (stored, plain, ", packed_format_list(), ")");
+  return WeightFormat::packed_as(row->id);
 }
 
 PolicySection parse_policy_section(const YAML::Node& node, const std::string& path) {
@@ -177,6 +201,7 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"cpu_cache_compute", p.cpu_cache_compute},
           {"pin_weight", p.pin_weight},
           {"compress_weight", p.compress_weight},
+          {"weight_format", p.weight_format.name()},
           {"compress_cache", p.compress_cache}};
 }
 

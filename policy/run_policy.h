@@ -8,6 +8,8 @@
 #include <string>
 #include <variant>
 
+#include "runtime/core/storage_format.h"
+
 namespace YAML {
 class Node;
 }
@@ -25,6 +27,9 @@ struct Policy {
   // FlexGen's 4-bit group-wise compression (runtime/core/quant4.h): the decoder layers' weight
   // matrices, and the KV cache rows.
   bool compress_weight = false, compress_cache = false;
+  // How the layers' matrices are stored (runtime/core/storage_format.h): `stored` keeps a GGUF
+  // file's own blocks; `weight_format: q4_g64` is the spelling of compress_weight: true.
+  WeightFormat weight_format;
   // Pipeline stages (`mpirun -np S`, runtime/dist): `stages` must equal the job's processes
   // when given (0: as many as there are); each stage takes its block in `micro_blocks` parts of
   // num_gpu_batches / micro_blocks GPU batches, so that up to that many are in flight in
@@ -56,6 +61,10 @@ struct PolicySection {
   bool allow_compression = false;  // auto only
   Policy policy;
 };
+
+// A `weight_format:` value: stored, plain, or a packed row's name; InputError naming `key` and
+// the accepted spellings otherwise.
+WeightFormat parse_weight_format(const std::string& value, const std::string& key);
 
 // Parsers. `path` is the key path of `node` used in messages ("policy", "rows[3].config.kv").
 // Unknown keys, wrong types and out-of-range values throw InputError naming the full key path.

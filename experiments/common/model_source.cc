@@ -124,7 +124,7 @@ std::string gguf_fingerprint(const GgufFile& file) {
       .substr(0, 16);
 }
 
-// A GGUF file: the model from its metadata, each weight unpacked from its blocks at load.
+// A GGUF file: the model from its metadata, its weights as the file stores them.
 ModelSource open_gguf_source(const std::string& model, std::optional<bool> dummy, uint64_t seed) {
   ModelSource src;
   std::error_code ec;
@@ -134,6 +134,7 @@ ModelSource open_gguf_source(const std::string& model, std::optional<bool> dummy
   src.model = ckpt->model();
   const std::string fingerprint = gguf_fingerprint(ckpt->file());
   if (dummy.value_or(false)) {
+    src.model = ckpt->shape_model();
     with_dummy_weights(src, model, "metadata only, ", seed);
     src.content = detail::concat("dummy:gguf=", fingerprint, ":seed=", seed);
     return src;
@@ -141,10 +142,12 @@ ModelSource open_gguf_source(const std::string& model, std::optional<bool> dummy
   src.producer = [ckpt](const WeightSpec& spec, DType dtype, void* dst) {
     ckpt->read(spec, dtype, dst);
   };
-  // Computing on the packed blocks is not implemented yet: each tensor is unpacked to the
-  // run's weight dtype as it is loaded, and the start-up line says so.
-  src.description = detail::concat(model, " (GGUF weights ", ckpt->format_summary(),
-                                   ", unpacked to the run's weight dtype at load)");
+  src.packed = [ckpt](const WeightSpec& spec, PackedFormat format, void* dst) {
+    ckpt->read_packed(spec, format, dst);
+  };
+  // Under weight_format: stored (the default) the layers' matrices stay in their GGUF blocks
+  // (run, generate and eval print the formats they hold).
+  src.description = detail::concat(model, " (GGUF weights ", ckpt->format_summary(), ")");
   src.key = std::filesystem::absolute(model).string() + ":content=" + fingerprint;
   src.content = "gguf:" + fingerprint;
   return src;
@@ -217,7 +220,7 @@ ModelSource open_model_source(const std::string& model, std::optional<bool> dumm
 }
 
 engine::ModelInput engine_model_input(const ModelSource& source) {
-  return {source.model, source.producer, source.partial, source.key};
+  return {source.model, source.producer, source.partial, source.packed, source.key};
 }
 
 }  // namespace h2oflex

@@ -17,6 +17,7 @@ struct ModelSource {
   std::shared_ptr<const DecoderModel> model;
   WeightProducer producer;        // fills one tensor by spec
   PartialWeightProducer partial;  // part of a tensor (dummy weights only; else empty)
+  PackedWeightProducer packed;    // a tensor's stored blocks (GGUF files only; else empty)
   std::string description;  // what runs: "opt-1.3b (dummy weights, seed 1)", "DIR (weights from F)"
   std::string key;          // identifies the weights for on-disk layout reuse
   // What the weights are, wherever they lie (a moved directory keeps it, changed weights do

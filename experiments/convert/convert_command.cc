@@ -105,7 +105,8 @@ int run_convert(const ConvertOptions& o) {
   outputs.insert(outputs.end(), kCopiedFiles.begin(), kCopiedFiles.end());
   check_output_paths(inputs, files_in(o.to, outputs, "--to"));
   Stopwatch watch;
-  auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer, {});
+  // A converted directory holds floats: a GGUF file's blocks are unpacked to the dtype.
+  auto layout = open_or_build_model_layout(o.to, src.key, *src.model, dtype, src.producer);
   for (const auto& [name, doc] : documents) {
     write_file_atomically((fs::path(o.to) / name).string(), doc.dump(2) + "\n");
   }

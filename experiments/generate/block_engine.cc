@@ -31,8 +31,12 @@ BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
     smallest.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
     check_in_ram_fits(plan_in_ram(*source.model, smallest, config.batch_size, 1), 0,
                       detail::concat(config.source, ": batch_size ", config.batch_size));
-    weights_ = load_model_weights(*source.model, weight_dtype_, source.producer)
-                   .on_device(device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU);
+    const bool cuda = device_ == PipelineDevice::Cuda;
+    weights_ = load_model_weights(*source.model,
+                                  weight_formats(*source.model, weight_dtype_,
+                                                 weight_format_on_device({}, cuda), false),
+                                  source.producer, source.packed)
+                   .on_device(cuda ? Device::CUDA : Device::CPU);
   }
 }
 

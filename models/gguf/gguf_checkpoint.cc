@@ -194,12 +194,12 @@ std::shared_ptr<const GgufCheckpoint> GgufCheckpoint::open(const std::filesystem
     f.key_error("general.architecture",
                 "is '" + arch_name + "'; implemented: llama (Llama, Mistral), qwen2");
   }
-  const auto model =
-      std::make_shared<const LlamaModel>(llama_config(f, *arch, path.stem().string()));
+  const auto model = std::make_shared<LlamaModel>(llama_config(f, *arch, path.stem().string()));
   ckpt->model_ = model;
   const int64_t heads = model->config().heads, kv_heads = model->config().kv_heads;
 
   std::set<std::string> used;
+  std::vector<PackedFormat> sources;
   for (const WeightSpec& spec : model->weight_specs()) {
     const std::string name = gguf_tensor_name(spec.name);
     const GgufTensorInfo* t = f.find_tensor(name);
@@ -222,7 +222,11 @@ std::shared_ptr<const GgufCheckpoint> GgufCheckpoint::open(const std::filesystem
     }
     ckpt->sources_[spec.name] = s;
     used.insert(name);
+    // A tensor in a packed format the engine computes on is kept in it (weight_format: stored).
+    const PackedFormatRow* packed = packed_format_by_ggml_name(t->format->name);
+    sources.push_back(packed ? packed->id : PackedFormat::None);
   }
+  model->set_weight_sources(std::move(sources));
   std::vector<std::string> extra;
   for (const GgufTensorInfo& t : f.tensors()) {
     if (used.count(t.name) == 0) extra.push_back(t.name);
@@ -274,6 +278,28 @@ void GgufCheckpoint::read(const WeightSpec& spec, DType dtype, void* dst) const 
     } else if (dtype == DType::BF16) {
       convert_f32_to_bf16(values, static_cast<uint16_t*>(dst) + first * cols, n);
     }
+  }
+}
+
+std::shared_ptr<const DecoderModel> GgufCheckpoint::shape_model() const {
+  auto copy = std::make_shared<LlamaModel>(static_cast<const LlamaModel&>(*model_));
+  copy->set_weight_sources({});
+  return copy;
+}
+
+void GgufCheckpoint::read_packed(const WeightSpec& spec, PackedFormat format, void* dst) const {
+  const auto it = sources_.find(spec.name);
+  if (it == sources_.end()) throw InternalError("no GGUF tensor for weight spec " + spec.name);
+  const Source& s = it->second;
+  const PackedFormatRow* row = packed_format_by_ggml_name(s.tensor->format->name);
+  H2OFLEX_CHECK(row != nullptr && row->id == format, "GGUF tensor '", s.tensor->name, "' is ",
+                s.tensor->format->name, ", not ", packed_format_row(format).name);
+  file_.read_raw(*s.tensor, dst);
+  if (s.permuted_heads > 0) {
+    // Rows are whole blocks, so the permutation moves packed rows as it moves value rows.
+    const auto cols = static_cast<int64_t>(row->row_bytes(static_cast<int64_t>(s.tensor->dims[0])));
+    const auto rows = static_cast<int64_t>(s.tensor->numel() / s.tensor->dims[0]);
+    unpermute_rows(static_cast<uint8_t*>(dst), rows, cols, s.permuted_heads);
   }
 }
 

@@ -6,7 +6,8 @@
 // so, and permutes the rows of their attn_q / attn_k for its rotary convention; the permutation
 // is undone on read) and qwen2 (not permuted; q/k/v biases) run as models/llama. Any other
 // architecture is refused naming the key. A missing `output.weight` means the LM head is the
-// token embedding (tied).
+// token embedding (tied). The model says which tensors are held in a packed format the engine
+// computes on (DecoderModel::weight_source): under `weight_format: stored` they stay so.
 #pragma once
 
 #include <filesystem>
@@ -30,10 +31,16 @@ class GgufCheckpoint {
 
   const GgufFile& file() const { return file_; }
   const std::shared_ptr<const DecoderModel>& model() const { return model_; }
+  // The same model with no packed sources: its shape alone, for dummy weights (which are
+  // produced as floats; the K formats cannot be packed here).
+  std::shared_ptr<const DecoderModel> shape_model() const;
 
   // Tensor `spec` unpacked to f32 and stored as `dtype` into `dst` (numel values), its rows in
   // the family's order. Safe to call from several threads at once.
   void read(const WeightSpec& spec, DType dtype, void* dst) const;
+  // Tensor `spec` as stored (its blocks in `format`, which must be the file's), rows in the
+  // family's order: the PackedWeightProducer of `weight_format: stored`.
+  void read_packed(const WeightSpec& spec, PackedFormat format, void* dst) const;
   // The GGUF tensor that holds `spec`.
   const GgufTensorInfo& tensor_of(const WeightSpec& spec) const;
 

@@ -76,9 +76,19 @@ Tensor Tensor::reshape(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::as_packed(PackedFormat f) const {
+  H2OFLEX_CHECK(f == PackedFormat::None || (dtype_ == DType::U8 && rank() == 2),
+                "a packed tensor is u8 [rows, row bytes], not ", dtype_name(dtype_), " ",
+                shape_str(shape_));
+  Tensor t = *this;
+  t.packed_ = f;
+  return t;
+}
+
 Tensor Tensor::clone() const {
   H2OFLEX_CHECK(device_.is_cpu(), "clone of a device tensor");
   Tensor t = empty(shape_, dtype_);
+  t.packed_ = packed_;
   std::memcpy(t.data_, data_, nbytes());
   return t;
 }

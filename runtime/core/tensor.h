@@ -16,6 +16,7 @@
 #include "runtime/core/device.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/error.h"
+#include "runtime/core/storage_format.h"
 
 namespace h2oflex {
 
@@ -38,6 +39,11 @@ class Tensor {
 
   bool defined() const { return data_ != nullptr || numel() == 0; }
   DType dtype() const { return dtype_; }
+  // A packed tensor (u8 [rows, row bytes]) says its format here; None for every other tensor.
+  // Ops dispatch on it (runtime/core/storage_format.h); slices and reshapes keep it.
+  PackedFormat packed() const { return packed_; }
+  // The same bytes marked as rows packed in `f` (u8, rank 2).
+  Tensor as_packed(PackedFormat f) const;
   // The full device, index included (cuda:1 is not cuda:0).
   Device device() const { return device_; }
   const Shape& shape() const { return shape_; }
@@ -69,6 +75,7 @@ class Tensor {
   void* data_ = nullptr;
   Shape shape_;
   DType dtype_ = DType::F32;
+  PackedFormat packed_ = PackedFormat::None;
   Device device_ = Device::CPU;
   std::shared_ptr<void> holder_;
 };

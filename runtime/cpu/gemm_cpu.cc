@@ -317,7 +317,7 @@ void linear_same_input(const Tensor& x, std::span<const ops::LinearOut> parts, C
 
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu) {
-  if (w.dtype() == DType::U8) {
+  if (w.packed() != PackedFormat::None) {
     linear_compressed(x, w, bias, out, ct, relu);
     return;
   }

@@ -11,7 +11,8 @@ namespace h2oflex::cpu {
 void linear_into(const Tensor& x, const void* w, DType wt, int64_t n, const float* bias, float* out,
                  int64_t ldo, ops::ComputeType ct, bool relu);
 
-// out[m, n] = x[m, k] · dequantized(w)ᵀ (+ bias) (then ReLU); w u8 [n, quant4::row_bytes(k)].
+// out[m, n] = x[m, k] · unpacked(w)ᵀ (+ bias) (then ReLU); w packed (Tensor::packed()), u8
+// [n, its row bytes of k values].
 void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
                        ops::ComputeType ct, bool relu);
 

@@ -1,9 +1,11 @@
-// linear() with a compressed weight (u8 rows of runtime/core/quant4.h): the weight is
-// dequantized piece by piece where the GEMM uses it, so a matrix is never widened whole into
-// memory (4 bytes a value written and read back) and the scratch stays a few MB.
+// linear() with a packed weight (u8 rows of a packed format, runtime/core/storage_format.h): the
+// weight is unpacked piece by piece where the GEMM uses it, so a matrix is never widened whole
+// into memory (4 bytes a value written and read back) and the scratch stays a few MB.
 //
-// Decode-sized inputs (up to kFusedRows rows, f32 compute) are bound by the weight bytes: they
-// are multiplied straight from the codes, never writing a dequantized value (fused_few_rows).
+// Decode-sized inputs (up to kFusedRows rows, f32 compute) are bound by the weight bytes: q4_g64
+// rows are multiplied straight from the codes, never writing a dequantized value
+// (fused_few_rows); a GGUF block row is unpacked into one row of scratch that stays in the
+// core's L1 and is used at once by every input row (fused_unpacked_rows).
 // Up to kFewRows rows each thread dequantizes a piece small enough to stay in its core's cache
 // and multiplies it at once (a single-threaded GEMM per piece, the threads splitting the
 // pieces). Prefill-sized inputs are bound by the GEMM: the pieces are large and each is one
@@ -21,6 +23,7 @@
 #include "runtime/core/vector_clones.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
+#include "runtime/cpu/packed_rows.h"
 #include "runtime/cpu/parallel_threshold.h"
 #include "runtime/cpu/quant4_rows.h"
 
@@ -139,12 +142,71 @@ void fused_few_rows(const float* x, int64_t m, int64_t k, const uint8_t* packed,
   }
 }
 
+// out[i, j] for weight rows [j0, j1): each row unpacked once into `row` (k values), then its dot
+// with every input row. The lanes are independent accumulators, added in lane order.
+H2OFLEX_VECTOR_CLONES void dot_rows(const float* x, int64_t m, int64_t k, const float* row,
+                                    int64_t j, float* out, int64_t ldo) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xi = x + i * k;
+    float acc[kLanes] = {};
+    int64_t t = 0;
+    for (; t + kLanes <= k; t += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) acc[l] += xi[t + l] * row[t + l];
+    }
+    float sum = 0.0f;
+    for (; t < k; ++t) sum += xi[t] * row[t];
+    for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
+    out[i * ldo + j] = sum;
+  }
+}
+
+void fused_unpacked_rows(PackedFormat f, const float* x, int64_t m, int64_t k,
+                         const uint8_t* packed, int64_t n, float* out) {
+  const auto rb = static_cast<int64_t>(packed_format_row(f).row_bytes(k));
+  constexpr int64_t kRowsPerTask = 32;
+  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < tasks; ++task) {
+    float* row = piece_scratch(static_cast<size_t>(k));
+    for (int64_t j = task * kRowsPerTask; j < std::min(n, (task + 1) * kRowsPerTask); ++j) {
+      unpack_rows_f32(f, packed + j * rb, 1, k, row);
+      dot_rows(x, m, k, row, j, out, n);
+    }
+  }
+}
+
+// nc rows of the packed matrix as operand values (bf16 / f16) into dst.
+void unpack_piece(PackedFormat f, const Tensor& rows, int64_t k, DType op, void* dst) {
+  const int64_t nc = rows.dim(0);
+  Tensor piece = Tensor::wrap(dst, {nc, k}, op);
+  if (f == PackedFormat::Q4G64) {
+    dequantize4(rows, piece);
+    return;
+  }
+  const auto rb = static_cast<int64_t>(packed_format_row(f).row_bytes(k));
+  const int64_t chunk = std::max<int64_t>(1, nc / 8);
+#pragma omp parallel for schedule(static) if (nc * k > kParallelMinElements)
+  for (int64_t r0 = 0; r0 < nc; r0 += chunk) {
+    const int64_t count = std::min(chunk, nc - r0);
+    float* values = piece_scratch(static_cast<size_t>(count * k));
+    unpack_rows_f32(f, rows.data<const uint8_t>() + r0 * rb, count, k, values);
+    auto* o = static_cast<uint16_t*>(dst) + r0 * k;
+    const auto len = static_cast<size_t>(count * k);
+    if (op == DType::BF16) {
+      convert_f32_to_bf16(values, o, len);
+    } else {
+      convert_f32_to_f16(values, o, len);
+    }
+  }
+}
+
 }  // namespace
 
 void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
                        ComputeType ct, bool relu) {
   const int64_t m = x.dim(0), k = x.dim(1), n = w.dim(0);
-  const int64_t rb = quant4::row_bytes(k);
+  const PackedFormat f = w.packed();
+  const auto rb = static_cast<int64_t>(packed_format_row(f).row_bytes(k));
   const uint8_t* packed = w.data<const uint8_t>();
   const float* b = bias ? bias->data<const float>() : nullptr;
   if (ct != ComputeType::F32) {
@@ -158,16 +220,17 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
     }
     for (int64_t n0 = 0; n0 < n; n0 += rows) {
       const int64_t nc = std::min(rows, n - n0);
-      Tensor piece = Tensor::wrap(buf.data(), {nc, k}, op);
-      dequantize4(w.slice(n0, n0 + nc), piece);
+      unpack_piece(f, w.slice(n0, n0 + nc), k, op, buf.data());
       linear_into(x, buf.data(), op, nc, b ? b + n0 : nullptr, out.data<float>() + n0, n, ct, relu);
     }
     return;
   }
   const float* xs = x.data<const float>();
   float* o = out.data<float>();
-  if (m <= kFusedRows) {
+  if (m <= kFusedRows && f == PackedFormat::Q4G64) {
     fused_few_rows(xs, m, k, packed, n, o);
+  } else if (m <= kFusedRows) {
+    fused_unpacked_rows(f, xs, m, k, packed, n, o);
   } else if (m <= kFewRows) {
     const int64_t rows = std::max<int64_t>(1, kCachePieceBytes / (4 * k));
     const int64_t pieces = (n + rows - 1) / rows;
@@ -175,7 +238,7 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
     for (int64_t p = 0; p < pieces; ++p) {
       const int64_t n0 = p * rows, nc = std::min(rows, n - n0);
       float* piece = piece_scratch(static_cast<size_t>(nc * k));
-      dequantize4_rows_f32(packed + n0 * rb, nc, k, piece);
+      unpack_rows_f32(f, packed + n0 * rb, nc, k, piece);
       gemm_piece(xs, m, k, piece, nc, o + n0, n);
     }
   } else {
@@ -186,7 +249,7 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
       float* piece = piece_scratch(static_cast<size_t>(nc * k));
 #pragma omp parallel for schedule(static)
       for (int64_t r0 = 0; r0 < nc; r0 += chunk) {
-        dequantize4_rows_f32(packed + (n0 + r0) * rb, std::min(chunk, nc - r0), k, piece + r0 * k);
+        unpack_rows_f32(f, packed + (n0 + r0) * rb, std::min(chunk, nc - r0), k, piece + r0 * k);
       }
       gemm_piece(xs, m, k, piece, nc, o + n0, n);
     }

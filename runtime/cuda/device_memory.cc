@@ -46,7 +46,7 @@ void copy_async(const Tensor& dst, const Tensor& src, cudaStream_t stream) {
 
 Tensor to_device(const Tensor& host, int device) {
   H2OFLEX_CHECK(host.device().is_cpu(), "to_device expects a host tensor");
-  Tensor dev = device_empty(host.shape(), host.dtype(), device);
+  Tensor dev = device_empty(host.shape(), host.dtype(), device).as_packed(host.packed());
   const DeviceGuard guard(device);
   cudaStream_t stream = current_stream();
   copy_async(dev, host, stream);
@@ -60,7 +60,7 @@ Tensor to_device(const Tensor& host) {
 
 Tensor to_host(const Tensor& device) {
   H2OFLEX_CHECK(device.device().is_cuda(), "to_host expects a device tensor");
-  Tensor host = Tensor::empty(device.shape(), device.dtype());
+  Tensor host = Tensor::empty(device.shape(), device.dtype()).as_packed(device.packed());
   const DeviceGuard guard(device.device().index);
   cudaStream_t stream = current_stream();
   copy_async(host, device, stream);

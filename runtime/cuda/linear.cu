@@ -57,7 +57,7 @@ void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tens
                       ComputeType ct, bool relu, uint64_t piece_bytes) {
   // A u8 weight holds compressed rows (quant4.h) of x's row length; its pieces are dequantized
   // like the other weight conversions.
-  const bool packed = w.dtype() == DType::U8;
+  const bool packed = w.packed() == PackedFormat::Q4G64;
   const int64_t n = w.dim(0);
   const int64_t k = packed ? x.dim(x.rank() - 1) : w.dim(1);
   const int64_t w_row_bytes =

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "runtime/core/quant4.h"
+#include "runtime/cpu/packed_rows.h"
 
 #include "runtime/cpu/cpu_ops.h"
 #ifdef H2OFLEX_WITH_CUDA
@@ -69,10 +70,18 @@ int64_t slot_row(const Tensor& slots, int64_t d) {
 void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out) {
   expect(x, DType::F32, 2, "linear", "x");
   expect(out, DType::F32, 2, "linear", "out");
-  H2OFLEX_CHECK((is_float(w.dtype()) || w.dtype() == DType::U8) && w.rank() == 2,
-                "linear: bad weight");
-  // A u8 weight is compressed (quant4.h): rows of x.dim(1) values.
-  const int64_t w_cols = w.dtype() == DType::U8 ? quant4::row_bytes(x.dim(1)) : x.dim(1);
+  const bool packed = w.packed() != PackedFormat::None;
+  H2OFLEX_CHECK((is_float(w.dtype()) || packed) && w.rank() == 2, "linear: bad weight (",
+                dtype_name(w.dtype()), shape_str(w.shape()), ")");
+  // A packed weight holds rows of x.dim(1) values in its format's bytes.
+  const int64_t w_cols =
+      packed ? static_cast<int64_t>(packed_format_row(w.packed()).row_bytes(x.dim(1))) : x.dim(1);
+  H2OFLEX_CHECK(!packed || row_fits(w.packed(), x.dim(1)), "linear: rows of ", x.dim(1),
+                " values are not whole ", packed_format_row(w.packed()).name, " blocks");
+  // The GPU has the q4_g64 kernels only; the GGUF block formats run on the CPU.
+  H2OFLEX_CHECK(!packed || !on_cuda(w) || w.packed() == PackedFormat::Q4G64,
+                "linear: ", packed_format_row(w.packed()).name,
+                " weights are not computed on CUDA yet");
   H2OFLEX_CHECK(w.dim(1) == w_cols && out.dim(0) == x.dim(0) && out.dim(1) == w.dim(0),
                 "linear: x ", shape_str(x.shape()), " · w ", shape_str(w.shape()), "ᵀ -> out ",
                 shape_str(out.shape()));
@@ -245,6 +254,37 @@ void dequantize4(const Tensor& src, Tensor& dst) {
                 compressed_rows_bytes(dst, "dequantize4"));
   same_device(src, dst, "dequantize4");
   H2OFLEX_DISPATCH(src, dequantize4, src, dst);
+}
+
+namespace {
+
+void check_packed_pair(const Tensor& values, const Tensor& packed, const char* op) {
+  expect(values, DType::F32, -1, op, "values");
+  H2OFLEX_CHECK(packed.packed() != PackedFormat::None, op, ": the packed side has no format");
+  H2OFLEX_CHECK(values.device().is_cpu() && packed.device().is_cpu(), op, ": host tensors only");
+  const int64_t n = values.dim(values.rank() - 1), rows = n == 0 ? 0 : values.numel() / n;
+  H2OFLEX_CHECK(row_fits(packed.packed(), n), op, ": rows of ", n, " values are not whole ",
+                packed_format_row(packed.packed()).name, " blocks");
+  H2OFLEX_CHECK(static_cast<uint64_t>(packed.numel()) ==
+                    static_cast<uint64_t>(rows) * packed_format_row(packed.packed()).row_bytes(n),
+                op, ": ", packed.numel(), " bytes for ", rows, " rows of ", n, " values in ",
+                packed_format_row(packed.packed()).name);
+}
+
+}  // namespace
+
+void pack(const Tensor& src, Tensor& dst) {
+  check_packed_pair(src, dst, "pack");
+  H2OFLEX_INPUT_CHECK(packed_format_row(dst.packed()).packable, "weights cannot be packed to ",
+                      packed_format_row(dst.packed()).name,
+                      " here (it is read from GGUF files only); packable formats: ",
+                      packed_format_list([](const PackedFormatRow& r) { return r.packable; }));
+  cpu::pack(src, dst);
+}
+
+void unpack(const Tensor& src, Tensor& dst) {
+  check_packed_pair(dst, src, "unpack");
+  cpu::unpack(src, dst);
 }
 
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset) {
@@ -421,7 +461,7 @@ Tensor empty(Shape shape, DType dtype, Device device) {
 
 Tensor on_device(const Tensor& t, Device device) {
   if (t.device() == device) return t;
-  Tensor out = empty(t.shape(), t.dtype(), device);
+  Tensor out = empty(t.shape(), t.dtype(), device).as_packed(t.packed());
   copy(t, out);
   return out;
 }

@@ -25,8 +25,8 @@
 namespace h2oflex::ops {
 
 // out[m, n] = x[m, k] · w[n, k]ᵀ (+ bias[n]) (then ReLU if `relu`). x, out f32. w is f32, f16,
-// bf16, or u8 [n, quant4::row_bytes(k)]: compressed rows (runtime/core/quant4.h), dequantized
-// piece by piece where the GEMM uses them.
+// bf16, or packed (Tensor::packed(): u8 [n, its row bytes of k values]), unpacked piece by piece
+// where the GEMM uses it.
 void linear(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out, ComputeType ct,
             bool relu = false);
 
@@ -143,6 +143,14 @@ void quantize4(const Tensor& src, Tensor& dst);
 // The inverse: dst (f32, bf16 or f16, rows of n values along its last dimension) from the rows
 // of src (u8, rows x quant4::row_bytes(n) bytes).
 void dequantize4(const Tensor& src, Tensor& dst);
+
+// ---- Packed formats (runtime/core/storage_format.h), on the host ----
+
+// Packs each row (the last dimension, n values) of src (f32) into dst (u8 [rows, row bytes],
+// dst.packed() names the format; InputError when the format cannot be packed here).
+void pack(const Tensor& src, Tensor& dst);
+// The inverse: dst (f32, rows of n values) from the packed rows of src.
+void unpack(const Tensor& src, Tensor& dst);
 
 // ---- Memory: where tensors live and moving them between devices ----
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/gguf/gguf_file.h"
 #include "tests/support/run_binary.h"
 #include "tests/support/scratch_dir.h"
 
@@ -144,16 +145,15 @@ namespace {
 
 const fs::path kGguf = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/gguf/llama-q4_k-q6_k.gguf";
 
-// `model: FILE.gguf` runs the file's weights (the start-up line says they are unpacked at load),
+// `model: FILE.gguf` runs the file's weights (the start-up line names their formats),
 // `dummy: true` its shape on random weights, and `convert --from FILE.gguf` writes a model
 // directory (offload layout, config.json) that runs to the same tokens.
 TEST_F(ModelWeights, AGgufFileRunsItsWeightsAndConvertsToTheSameTokens) {
   const std::string workload = "prompt_len: 6\ngen_len: 4\ncompute_dtype: f32\n";
   const Outcome own = run_config("model: " + kGguf.string() + "\n" + workload);
   ASSERT_EQ(own.exit_code, 0) << own.output;
-  EXPECT_TRUE(contains(own.output,
-                       "GGUF weights Q4_1 x 13, F32 x 5, Q4_K x 1, Q6_K x 1, Q8_0 x 1, "
-                       "unpacked to the run's weight dtype at load"))
+  EXPECT_TRUE(
+      contains(own.output, "GGUF weights Q4_1 x 13, F32 x 5, Q4_K x 1, Q6_K x 1, Q8_0 x 1)"))
       << own.output;
   const nlohmann::json tokens = result()["tokens"];
 
@@ -185,7 +185,9 @@ TEST_F(ModelWeights, AMissingGgufFileIsRefused) {
 namespace {
 
 // `plan --model FILE.gguf` plans the model the file's metadata describes: SmolLM2's GGUF gets
-// the plan of the directory converted from it (tools/fetch_smollm2.sh makes both).
+// the plan of the directory converted from it (tools/fetch_smollm2.sh makes both), except that
+// its layers' weights are sized as the file stores them (Q4_1 blocks, weight_format: stored), so
+// the host holds less.
 TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
   const std::string args = std::string(" --hardware ") + H2OFLEX_SOURCE_DIR +
                            "/experiments/hardware/local_cpu.yaml --prompt-len 64 --gen-len 8";
@@ -201,8 +203,95 @@ TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
     const size_t first = out.find('\n');
     return out.substr(first, out.find("searched ") - first);
   };
-  EXPECT_EQ(plan_of(gguf.output), plan_of(dir.output));
+  const auto without_peak = [&](const std::string& out) {
+    const std::string p = plan_of(out);
+    return p.substr(0, p.find("peak memory:"));
+  };
+  EXPECT_EQ(without_peak(gguf.output), without_peak(dir.output));
   EXPECT_TRUE(contains(plan_of(gguf.output), "predicted: prefill")) << gguf.output;
+  const auto host_gib = [&](const std::string& out) {
+    const size_t at = out.find("host ", out.find("peak memory:"));
+    return std::stod(out.substr(at + 5));
+  };
+  EXPECT_LT(host_gib(gguf.output), host_gib(dir.output) - 0.1) << gguf.output << dir.output;
+}
+
+}  // namespace
+
+namespace {
+
+// SmolLM2's GGUF with every weight on disk under weight_format: stored (the default): the offload
+// layout holds the layers' Q4_1 blocks as the file stores them, a decode step moves exactly the
+// stored bytes (the file's block bytes for the 210 matrices; the tied embedding table, unpacked
+// to f32 for its row lookups, read by the first and the last unit), and the tokens are the
+// in-memory run's. `weight_format: plain` moves the f32 matrices: 6.4 x the Q4_1 bytes.
+TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
+  const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
+  const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
+  uint64_t q4_1 = 0, embedding = 0, vectors = 0;
+  for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
+    if (t.format->name == std::string_view("Q4_1")) {
+      q4_1 += t.nbytes;
+    } else if (t.name == "token_embd.weight") {
+      embedding = t.numel() * 4;
+    } else {
+      vectors += t.numel() * 4;
+    }
+  }
+  const std::string workload =
+      "model: " + gguf +
+      "\ngen_len: 5\ncompute_dtype: f32\nprompt_ids: [[504, 3575, 282, 4649, 314]]\n";
+  const Outcome in_ram = run_config(workload);
+  ASSERT_EQ(in_ram.exit_code, 0) << in_ram.output;
+  fs::create_directories(dir() / "disk");
+  const nlohmann::json tokens = result()["tokens"];
+
+  const std::string on_disk = workload + "hardware:\n  disk_path: " + (dir() / "disk").string() +
+                              "\npolicy:\n  weights: {gpu: 0, cpu: 0}\n";
+  const auto decode_weight_bytes = [&] {
+    uint64_t n = 0;
+    const nlohmann::json r = result();
+    for (const auto& m : r["bytes_moved"]) {
+      if (m["phase"] == "decode" && m["kind"] == "weight") n += m["bytes"].get<uint64_t>();
+    }
+    return n;
+  };
+  const Outcome stored = run_config(on_disk);
+  ASSERT_EQ(stored.exit_code, 0) << stored.output;
+  EXPECT_EQ(result()["tokens"], tokens);
+  EXPECT_TRUE(contains(stored.output, "_f32_q4_1")) << "the layout is named after its formats";
+  const uint64_t steps = 4;  // gen_len - 1 decode steps
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 + 2 * embedding + vectors));
+  EXPECT_EQ(result()["model_bytes"].get<double>(), double(q4_1 + embedding + vectors));
+
+  const Outcome plain = run_config(on_disk + "  weight_format: plain\n");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(result()["tokens"], tokens);
+  // f32 matrices are 32 x 4 bytes per 20-byte Q4_1 block of 32 values.
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding + vectors));
+}
+
+// weight_format is checked where it is read: unknown names, a K format (which only a GGUF file
+// provides) asked for a float checkpoint, and a contradiction with compress_weight.
+TEST_F(ModelWeights, WeightFormatErrorsNameTheKey) {
+  const std::string base = "model: " + std::string(H2OFLEX_SMOLLM2_DIR) +
+                           "\ngen_len: 2\nprompt_len: 4\ncompute_dtype: f32\npolicy:\n";
+  const Outcome unknown = run_config(base + "  weight_format: q5_k\n");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_TRUE(contains(unknown.output,
+                       "policy.weight_format: 'q5_k' is not a weight format (stored, plain, "
+                       "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
+      << unknown.output;
+  const Outcome k = run_config(base + "  weight_format: q4_k\n");
+  EXPECT_EQ(k.exit_code, 2) << k.output;
+  EXPECT_TRUE(contains(k.output, "policy.weight_format: q4_k is read from GGUF files only"))
+      << k.output;
+  const Outcome both = run_config(base + "  weight_format: q8_0\n  compress_weight: true\n");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_TRUE(contains(both.output,
+                       "policy.weight_format: 'q8_0' contradicts "
+                       "policy.compress_weight: true"))
+      << both.output;
 }
 
 }  // namespace

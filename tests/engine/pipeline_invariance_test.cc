@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "runtime/core/quant4.h"
 #include "tests/support/pipeline_invariance.h"
 
 namespace h2oflex {

@@ -25,7 +25,9 @@ const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchClea
 engine::Request tiny_request(int n) {
   engine::Request r;
   auto model = std::make_shared<OptModel>(tiny_config(true));
-  r.model = {model, dummy_weight_producer(3), {}, model->name() + ":dummy:seed=3"};
+  r.model.model = model;
+  r.model.producer = dummy_weight_producer(3);
+  r.model.weights_key = model->name() + ":dummy:seed=3";
   r.gen.gen_len = 4;
   r.gen.stop_at_eos = false;
   r.gen.compute = ops::ComputeType::F32;

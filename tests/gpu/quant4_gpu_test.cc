@@ -56,7 +56,8 @@ TEST(Quant4Gpu, LinearOnCompressedRowsMatchesTheCpu) {
   const int64_t m = 9, k = 1000, n = 700;
   const Tensor w = random_tensor({n, k}, DType::F32, 1, 0.05f);
   const Tensor x = random_tensor({m, k}, DType::F32, 2);
-  Tensor packed = Tensor::empty({n, quant4::row_bytes(k)}, DType::U8);
+  Tensor packed =
+      Tensor::empty({n, quant4::row_bytes(k)}, DType::U8).as_packed(PackedFormat::Q4G64);
   cpu::quantize4(w, packed);
   for (ComputeType ct : {ComputeType::F32, ComputeType::BF16, ComputeType::F16}) {
     Tensor want = Tensor::empty({m, n}, DType::F32);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "models/gguf/gguf_checkpoint.h"
 #include "runtime/core/timer.h"
 #include "tests/real/smollm2.h"
 
@@ -90,6 +91,62 @@ TEST(SmolLM2Gguf, WeightsLogitsAndGreedyTokensEqualTheConvertedDirectory) {
     std::printf("logits vs the converted directory: relative difference %.2e\n", worst / largest);
     EXPECT_LE(worst / largest, 1e-6);
     EXPECT_EQ(tokens.front(), from_dir.tokens.front());
+  }
+}
+
+// weight_format: stored (the default): the layers' 210 matrices stay in the file's Q4_1 blocks,
+// their bytes the file's, and the engine computes on them — the greedy tokens and last-position
+// logits of every reference prompt (5 to 600 tokens, chat and plain) are transformers'.
+TEST(SmolLM2Gguf, ComputedOnItsQ4_1BlocksGivesTransformersTokensAndLogits) {
+  const std::string gguf = smollm2_gguf();
+  ASSERT_FALSE(gguf.empty());
+  const ModelSource src = open_model_source(gguf, std::nullopt, 0);
+  const std::shared_ptr<const GgufCheckpoint> ckpt = GgufCheckpoint::open(gguf);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    const std::vector<StorageFormat> formats =
+        weight_formats(*src.model, dtype, WeightFormat{}, false);
+    const ModelWeights weights = load_model_weights(*src.model, formats, src.producer, src.packed);
+    const auto& specs = src.model->weight_specs();
+    int q4_1 = 0;
+    uint64_t layer_bytes = 0, file_layer_bytes = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (weights.tensors[i].packed() != PackedFormat::Q4_1) continue;
+      ++q4_1;
+      layer_bytes += weights.tensors[i].nbytes();
+      file_layer_bytes += ckpt->tensor_of(specs[i]).nbytes;
+    }
+    EXPECT_EQ(q4_1, 210);
+    EXPECT_EQ(layer_bytes, file_layer_bytes) << "the blocks are held as the file stores them";
+
+    const ops::ComputeType ct =
+        dtype == DType::F32 ? ops::ComputeType::F32 : ops::ComputeType::BF16;
+    int same_tokens = 0, prompts = 0;
+    for (const auto& p : smollm2_expected()["prompts"]) {
+      const auto ids = p["ids"].get<std::vector<int32_t>>();
+      GenerationSettings g;
+      g.gen_len = smollm2_expected()["greedy_steps"].get<int>();
+      g.stop_at_eos = false;
+      g.compute = ct;
+      g.kv_dtype = dtype;
+      std::vector<float> logits;
+      g.on_logits = [&](int step, const Tensor& t) {
+        if (step == 0) logits.assign(t.data<float>(), t.data<float>() + t.numel());
+      };
+      const auto tokens = generate_in_ram(*src.model, weights, {ids}, g).tokens.at(0);
+      ++prompts;
+      same_tokens += tokens == p["greedy_tokens"].get<std::vector<int32_t>>() ? 1 : 0;
+      const double err = relative_logit_error(p["last_logits"], logits);
+      std::printf("%s %s: logits relative error %.2e\n", dtype_name(dtype).data(),
+                  p["name"].get<std::string>().c_str(), err);
+      if (dtype == DType::F32) {
+        EXPECT_EQ(tokens, p["greedy_tokens"].get<std::vector<int32_t>>()) << p["name"];
+        EXPECT_LE(err, 1e-4) << p["name"];
+      } else {
+        EXPECT_LE(err, 2e-2) << p["name"] << " (bf16 operands)";
+      }
+    }
+    EXPECT_GE(prompts, 8);
+    if (dtype == DType::BF16) EXPECT_GE(same_tokens, 6) << "bf16: tokens equal on 6 of 8 or more";
   }
 }
 

@@ -20,7 +20,8 @@ namespace {
 
 Tensor compress(const Tensor& x) {
   const int64_t n = x.dim(x.rank() - 1);
-  Tensor packed = Tensor::empty({x.numel() / n, quant4::row_bytes(n)}, DType::U8);
+  Tensor packed = Tensor::empty({x.numel() / n, quant4::row_bytes(n)}, DType::U8)
+                      .as_packed(PackedFormat::Q4G64);
   ops::quantize4(x, packed);
   return packed;
 }
