@@ -176,6 +176,10 @@ GenerateOutput generate_in_ram(const DecoderModel& model, const ModelWeights& ho
       all_done = all_done && done[i];
     }
     if (all_done || step + 1 == opt.gen_len) break;
+    if (opt.stop_requested && opt.stop_requested()) {
+      out.stopped = true;
+      break;
+    }
     const int32_t t = static_cast<int32_t>(s + step);  // padded position of the new token
     for (int64_t i = 0; i < b; ++i) ids.data<int32_t>()[i] = next[i];
     const Tensor pos = ops::scratch_copy(ops::Scratch::Positions, decode_positions(pb.pad, t), dev);

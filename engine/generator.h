@@ -47,6 +47,10 @@ struct GenerationSettings {
   // Sees the logits [rows, vocab] (host) of every step on both paths, before the choice;
   // `first_row` is the global index of row 0 (the pipeline calls it once per GPU batch).
   std::function<void(int64_t first_row, int step, const Tensor& logits)> on_step_logits;
+  // Asked between decode steps (empty: never); true ends the run there, its sequences short
+  // (GenerateOutput::stopped). The pipeline asks it in a single process only: stages stop
+  // between blocks.
+  std::function<bool()> stop_requested;
   // Where generate_in_ram computes: CUDA copies the weights to the GPU first and keeps the KV
   // cache there (the hooks above still receive host tensors).
   Device device = Device::CPU;
@@ -58,7 +62,8 @@ using KeptSets = std::vector<std::vector<std::vector<int32_t>>>;
 struct GenerateOutput {
   std::vector<std::vector<int32_t>> tokens;  // generated ids per sequence (EOS included)
   double prefill_s = 0, decode_s = 0;
-  KeptSets kept;  // when GenerationSettings::capture_kept
+  KeptSets kept;         // when GenerationSettings::capture_kept
+  bool stopped = false;  // stop_requested ended the run before gen_len tokens
 };
 
 // A batch of prompts left-padded to the longest one.

@@ -8,8 +8,10 @@
 #include "engine/kv_home.h"
 #include "engine/layer_step.h"
 #include "engine/model_footprint.h"
+#include "engine/pipeline_prepare.h"
 #include "engine/pipeline_stage.h"
 #include "engine/schedule.h"
+#include "engine/stage_messages.h"
 #include "engine/tier_set.h"
 #include "engine/weight_stream.h"
 #include "runtime/core/timer.h"
@@ -20,91 +22,10 @@ namespace h2oflex {
 
 namespace {
 
-struct RunShape {
-  PaddedBatch padded;
-  int64_t slots = 0;
-};
-
-RunShape run_shape(const PipelineSpec& spec) {
-  const DecoderModel& m = *spec.model;
-  const policy::Policy& p = spec.policy;
-  H2OFLEX_INPUT_CHECK(static_cast<int64_t>(spec.prompts.size()) == p.block_size(),
-                      "pipeline: ", spec.prompts.size(), " prompts for a block of ",
-                      p.gpu_batch_size, " x ", p.num_gpu_batches);
-  RunShape r;
-  r.padded = pad_prompts(spec.prompts, m.special_tokens().pad);
-  const int64_t s = r.padded.seq;
-  H2OFLEX_INPUT_CHECK(s + spec.gen.gen_len <= m.max_positions(), "prompt (", s, ") + gen_len (",
-                      spec.gen.gen_len, ") exceeds the model's ", m.max_positions(), " positions");
-  r.slots = spec.gen.eviction.capacity(static_cast<int>(s), spec.gen.gen_len);
-  return r;
-}
-
-// Tags of the stages' messages, one per direction.
-constexpr int kHiddenTag = 1;  // stage j -> j + 1: a GPU batch's hidden states
-constexpr int kTokensTag = 2;  // last stage -> every other: a GPU batch's chosen token ids
-
-PipelineStage stage_of(const PipelineSpec& spec) {
-  const int processes = spec.transport != nullptr ? spec.transport->size() : 1;
-  H2OFLEX_INPUT_CHECK(spec.policy.stages == 0 || spec.policy.stages == processes,
-                      "policy.stages: ", spec.policy.stages, " stages but the job has ", processes,
-                      " process", processes == 1 ? "" : "es", " (run it as `mpirun -np ",
-                      spec.policy.stages, " h2oflex ...`)");
-  return pipeline_stage(
-      *spec.model, matrix_dtype_for(spec.gen.compute), spec.transport,
-      weight_format_on_device(spec.policy.weight_format, spec.device == PipelineDevice::Cuda));
-}
-
-// The micro-blocks of a stage's block: as given, or the most stages that can be busy at once
-// (the largest divisor of num_gpu_batches not above the stages). One process: the whole block.
-int micro_blocks_of(const PipelineSpec& spec, int stages) {
-  if (stages <= 1) return 1;
-  if (spec.policy.micro_blocks > 0) return spec.policy.micro_blocks;
-  int m = std::min(stages, spec.policy.num_gpu_batches);
-  while (spec.policy.num_gpu_batches % m != 0) --m;
-  return m;
-}
-
-// What every stage must agree on, or the stages' messages would not pair up: checked against
-// stage 0's, so a mismatch is named instead of hanging or mixing up tensors.
-void check_stages_agree(const PipelineSpec& spec, int micro_blocks, int64_t seq) {
-  const int64_t mine[] = {spec.policy.gpu_batch_size,
-                          spec.policy.num_gpu_batches,
-                          micro_blocks,
-                          static_cast<int64_t>(spec.prompts.size()),
-                          seq,
-                          spec.gen.gen_len,
-                          spec.projected_steps,
-                          spec.gen.stop_at_eos ? 1 : 0};
-  int64_t first[std::size(mine)];
-  std::copy(std::begin(mine), std::end(mine), first);
-  spec.transport->broadcast(first, sizeof first, 0);
-  const char* names[] = {"gpu_batch_size",  "num_gpu_batches",      "micro_blocks",
-                         "prompts",         "padded prompt length", "gen_len",
-                         "projected_steps", "stop_at_eos"};
-  for (size_t i = 0; i < std::size(mine); ++i) {
-    H2OFLEX_INPUT_CHECK(mine[i] == first[i], "pipeline stage ", spec.transport->rank(), ": ",
-                        names[i], " is ", mine[i], " here but ", first[i],
-                        " on stage 0 (every stage runs the same block)");
-  }
-}
-
-policy::MemoryPlan plan_for(const PipelineSpec& spec, const PipelineStage& stage,
-                            const RunShape& r) {
-  policy::PlanShape shape;
-  shape.prompt_len = r.padded.seq;
-  shape.gen_len = spec.gen.gen_len;
-  shape.kv_slots = r.slots;
-  check_kv_row_format(spec.policy.kv_packing(), spec.model->kv_geometry().head_dim);
-  shape.kv_format = kv_storage_format(spec.gen.kv_dtype, spec.policy.kv_packing());
-  shape.separate_device = spec.device != PipelineDevice::Cpu;
-  shape.gpu = spec.device == PipelineDevice::Cuda;
-  return policy::plan_memory(stage.part.footprint, spec.policy, shape);
-}
-
 class Pipeline final : public ScheduleHooks {
  public:
-  explicit Pipeline(const PipelineSpec& spec);
+  // `prepared`: prepare_pipeline(spec), with its checks and the stages' agreement done.
+  Pipeline(const PipelineSpec& spec, PreparedPipeline prepared);
   // Copies still queued (after an error) may touch the workspaces and the layout: they finish
   // before the parts that own those are destroyed.
   ~Pipeline() override { tiers_.quiesce(); }
@@ -125,11 +46,7 @@ class Pipeline final : public ScheduleHooks {
   // One step of every micro-block; `decode_follows`: a decode step comes next (its first KV
   // load can start during this one).
   void step(bool prefill, int decode_step, bool decode_follows);
-  // Stages: a GPU batch's hidden rows from the previous stage / to the next; the token ids the
-  // last stage chose, to every other stage (and received by them at the end of a step).
-  void receive_hidden(int batch, Tensor& hidden);
-  void send_hidden(int batch, const Tensor& hidden);
-  void share_tokens(const std::vector<int32_t>& ids);
+  // Stages: the token ids the last stage chose are received by the others at the end of a step.
   // The token ids of micro-block m's batches, if they are still to come from the last stage.
   void receive_tokens(int m);
   void receive_all_tokens();
@@ -151,11 +68,9 @@ class Pipeline final : public ScheduleHooks {
   int micro_blocks_;              // the block's parts; each is ngb_ / micro_blocks_ GPU batches
   std::vector<bool> tokens_due_;  // per micro-block: its last tokens are still to be received
   policy::MemoryPlan plan_;
+  StageMessages messages_;
   DeviceUsageMeter gpu_usage_;  // before the tiers: its baseline is the card before the run
   TierSet tiers_;
-  // Stages on one machine share the weight layout: stage 0 builds (or checks) it while the others
-  // wait, then they open it (a barrier before theirs, one after stage 0's).
-  bool layout_turn_;
   WeightStream weights_;
   KvHome kv_;
   Activations act_;
@@ -176,20 +91,18 @@ class Pipeline final : public ScheduleHooks {
   Stopwatch unit_watch_;  // since the previous unit of this step ended
 };
 
-Pipeline::Pipeline(const PipelineSpec& spec)
+Pipeline::Pipeline(const PipelineSpec& spec, PreparedPipeline prepared)
     : spec_(spec),
       model_(*spec.model),
-      stage_(stage_of(spec)),
-      shape_(run_shape(spec)),
+      stage_(std::move(prepared.stage)),
+      shape_(std::move(prepared.shape)),
       gbs_(spec.policy.gpu_batch_size),
       ngb_(spec.policy.num_gpu_batches),
-      micro_blocks_(micro_blocks_of(spec, stage_.stages)),
-      plan_(((staged() ? check_stages_agree(spec, micro_blocks_, shape_.padded.seq) : void()),
-             plan_for(spec, stage_, shape_))),
+      micro_blocks_(prepared.micro_blocks),
+      plan_(std::move(prepared.plan)),
+      messages_(spec.transport, spec.device_link, stage_),
       gpu_usage_(spec.device),
-      tiers_((policy::check_plan_fits(plan_, spec.policy, spec.limits), spec.device), plan_,
-             spec.limits),
-      layout_turn_(staged() && !stage_.first() ? (spec.transport->barrier(), true) : false),
+      tiers_(spec.device, plan_, spec.limits),
       weights_(model_, stage_, matrix_dtype_for(spec.gen.compute), plan_,
                WeightSourceSpec{spec.producer, spec.partial_producer, spec.packed_producer,
                                 spec.weights_key, spec.policy.pin_weight,
@@ -215,7 +128,6 @@ Pipeline::Pipeline(const PipelineSpec& spec)
   const char* names[kTierKinds] = {"device", "host", "disk"};
   for (int t = 0; t < kTierKinds; ++t) result_.planned_bytes[names[t]] = plan_.bytes[t];
   if (spec.io_fault_hook) tiers_.transfers().set_fault_hook(spec.io_fault_hook);
-  if (staged() && stage_.first()) spec.transport->barrier();  // the layout is ready
 }
 
 std::vector<int32_t> Pipeline::pads(int batch) const {
@@ -258,7 +170,7 @@ void Pipeline::compute_head(const UnitWeights& w, int batch, const Tensor& hidde
   choose_tokens(logits_, spec_.gen, first_row, prefill_ ? 0 : decode_step_ + 1, result_.tokens,
                 ids);
   record_tokens(batch, ids);
-  if (staged()) share_tokens(ids);
+  if (staged()) result_.stage_sent_bytes[phase_] += messages_.share_tokens(ids);
 }
 
 void Pipeline::record_tokens(int batch, const std::vector<int32_t>& ids) {
@@ -273,64 +185,19 @@ void Pipeline::record_tokens(int batch, const std::vector<int32_t>& ids) {
   }
 }
 
-void Pipeline::share_tokens(const std::vector<int32_t>& ids) {
-  // Posted: a blocking send here, against the hidden states' direction, could wait on a stage
-  // that waits on its predecessor that waits on this one.
-  for (int r = 0; r + 1 < stage_.stages; ++r) {
-    spec_.transport->post(ids.data(), ids.size() * sizeof(int32_t), r, kTokensTag);
-    result_.stage_sent_bytes[phase_] += ids.size() * sizeof(int32_t);
-  }
-}
-
 void Pipeline::receive_tokens(int m) {
   if (!tokens_due_[static_cast<size_t>(m)]) return;
   tokens_due_[static_cast<size_t>(m)] = false;
   std::vector<int32_t> ids(static_cast<size_t>(gbs_));
   const int per = static_cast<int>(ngb_) / micro_blocks_;
   for (int b = m * per; b < (m + 1) * per; ++b) {
-    spec_.transport->recv(ids.data(), ids.size() * sizeof(int32_t), stage_.stages - 1, kTokensTag);
+    messages_.receive_tokens(ids);
     record_tokens(b, ids);
   }
 }
 
 void Pipeline::receive_all_tokens() {
   for (int m = 0; m < micro_blocks_; ++m) receive_tokens(m);
-}
-
-// Hidden states cross as f32 rows: from device to device over the job's device link when there
-// is one, else through host memory (device -> host -> transport on a GPU).
-void Pipeline::receive_hidden(int batch, Tensor& hidden) {
-  (void)batch;  // batches arrive in the order both stages visit them
-  const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
-  if (hidden.device() != Device::CPU && spec_.device_link != nullptr) {
-    spec_.device_link->recv(hidden.raw(), bytes, stage_.rank - 1);
-    return;
-  }
-  if (hidden.device() == Device::CPU) {
-    spec_.transport->recv(hidden.raw(), bytes, stage_.rank - 1, kHiddenTag);
-    return;
-  }
-  Tensor host = Tensor::empty(hidden.shape(), DType::F32);
-  spec_.transport->recv(host.raw(), bytes, stage_.rank - 1, kHiddenTag);
-  ops::copy(host, hidden);
-}
-
-void Pipeline::send_hidden(int batch, const Tensor& hidden) {
-  (void)batch;
-  const size_t bytes = static_cast<size_t>(hidden.numel()) * sizeof(float);
-  result_.stage_sent_bytes[phase_] += bytes;
-  if (hidden.device() != Device::CPU && spec_.device_link != nullptr) {
-    // compute() synchronized the device after the last unit: the rows are complete.
-    spec_.device_link->send(hidden.raw(), bytes, stage_.rank + 1);
-    return;
-  }
-  if (hidden.device() == Device::CPU) {
-    spec_.transport->send(hidden.raw(), bytes, stage_.rank + 1, kHiddenTag);
-    return;
-  }
-  Tensor host = Tensor::empty(hidden.shape(), DType::F32);
-  ops::copy(hidden, host);
-  spec_.transport->send(host.raw(), bytes, stage_.rank + 1, kHiddenTag);
 }
 
 void Pipeline::compute_layer(const UnitWeights& w, int layer, int batch, int buf, Tensor& hidden) {
@@ -364,7 +231,7 @@ void Pipeline::compute(int unit, int batch, int buf) {
   const bool receives = unit == stage_.first_unit() && !stage_.part.has_embedding;
   if (unit > 0 && !receives) act_.load(batch, rows, phase_);
   Tensor hidden = act_.hidden(batch, rows);
-  if (receives) receive_hidden(batch, hidden);
+  if (receives) messages_.receive_hidden(hidden);
   Stopwatch watch;
   const std::unique_ptr<UnitWeights> bound = weights_.bind(unit);
   const UnitWeights& w = *bound;
@@ -379,7 +246,7 @@ void Pipeline::compute(int unit, int batch, int buf) {
   ops::synchronize(tiers_.compute_device());  // timing, and the store below reads the result
   add_compute(unit, watch.elapsed());
   if (unit == stage_.last_unit() && !stage_.part.has_head) {
-    send_hidden(batch, hidden);
+    result_.stage_sent_bytes[phase_] += messages_.send_hidden(hidden);
   } else if (unit < stage_.head_unit()) {
     act_.store(batch, rows, phase_);
   }
@@ -458,6 +325,10 @@ PipelineResult Pipeline::run() {
         std::all_of(done_.begin(), done_.end(), [](bool d) { return d; })) {
       break;
     }
+    if (!staged() && spec_.gen.stop_requested && spec_.gen.stop_requested()) {
+      result_.stopped = true;
+      break;
+    }
     step(/*prefill=*/false, i, /*decode_follows=*/i + 1 < to_run);
     ++result_.decode_steps_run;
     gpu_usage_.sample();
@@ -499,7 +370,14 @@ policy::MemoryPlan plan_pipeline(const PipelineSpec& spec) {
 
 PipelineResult run_pipeline(const PipelineSpec& spec) {
   H2OFLEX_CHECK(spec.model != nullptr, "pipeline: no model");
-  Pipeline p(spec);
+  PreparedPipeline prepared = prepare_pipeline(spec);
+  // Stages on one machine share the weight layout: stage 0 builds (or checks) it while the
+  // others wait, then they open it — a barrier before their pipelines are built, one after
+  // stage 0's.
+  const bool staged = prepared.stage.stages > 1, first = prepared.stage.first();
+  if (staged && !first) spec.transport->barrier();
+  Pipeline p(spec, std::move(prepared));
+  if (staged && first) spec.transport->barrier();  // the layout is ready
   return p.run();
 }
 

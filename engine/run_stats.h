@@ -48,6 +48,7 @@ struct PipelineResult {
   std::map<std::string, ByUnitKind> unit_compute_s;  // "prefill", "decode"
   int kv_log_compactions = 0;  // compactions of the KV caches on disk (kv_log.h)
   KeptSets kept;               // when spec.gen.capture_kept: the same order as the in-RAM path
+  bool stopped = false;        // spec.gen.stop_requested ended the run between decode steps
 };
 
 // Busy seconds so far of compute and of each queue; the difference of two is a phase's.

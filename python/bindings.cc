@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "experiments/common/run_config.h"
 #include "experiments/eval/eval_setup.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/generate/generate_requests.h"
 #include "experiments/generate/generate_session.h"
 #include "experiments/generate/request_line.h"
-#include "experiments/run_command.h"
-#include "experiments/run_config.h"
+#include "experiments/run/run_command.h"
 #include "runtime/core/error.h"
 
 namespace py = pybind11;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Records SHA-256 digests of pseudo-random byte strings for experiments/sha256.cc's test.
+"""Records SHA-256 digests of pseudo-random byte strings for experiments/common/sha256.cc's test.
 
 The oracle is Python's hashlib (OpenSSL underneath). The lengths cover every padding case: the
 empty string, around one block's 55/56/63/64/65 bytes, around two blocks, and random lengths up to

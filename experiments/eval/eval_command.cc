@@ -9,14 +9,14 @@
 #include <limits>
 #include <sstream>
 
+#include "experiments/common/job_config.h"
+#include "experiments/common/model_source.h"
+#include "experiments/common/output_paths.h"
 #include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/eval_setup.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/error_report.h"
-#include "experiments/job_config.h"
-#include "experiments/model_source.h"
-#include "experiments/output_paths.h"
 #include "runtime/core/error.h"
 #include "runtime/core/timer.h"
 

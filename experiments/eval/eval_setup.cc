@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/job_config.h"
+#include "experiments/common/job_config.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::eval {

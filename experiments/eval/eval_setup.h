@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "experiments/common/model_source.h"
+#include "experiments/common/run_config.h"
 #include "experiments/eval/token_scorer.h"
 #include "experiments/generate/block_engine.h"
-#include "experiments/model_source.h"
-#include "experiments/run_config.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 
 namespace h2oflex::eval {

@@ -2,27 +2,25 @@
 
 #include "engine/compute_device.h"
 #include "engine/generator.h"
+#include "engine/memory_check.h"
 #include "engine/model_footprint.h"
-#include "engine/pipeline.h"
-#include "experiments/memory_check.h"
-#include "runtime/dist/job_device_link.h"
-#include "runtime/dist/transport.h"
 #include "runtime/ops/compute_choice.h"
 
 namespace h2oflex::generate {
 
 BlockEngine::BlockEngine(const RunConfig& config, const ModelSource& source)
     : config_(config), source_(source) {
-  device_ = agreed_by_job(
-      resolve_compute_device(config.compute_device, config.source + ": compute_device"));
-  // `auto` is measured by each process; pipeline stages compute in rank 0's choice.
-  compute_ =
-      agreed_by_job(resolve_compute_type(config.compute_dtype, device_ == PipelineDevice::Cuda));
+  const ComputeTarget target = resolve_compute_target(config);
+  device_ = target.device;
+  compute_ = target.compute;
   check_stages_have_policy(config);
   weight_dtype_ = matrix_dtype_for(compute_);
-  if (config.has_policy()) {
-    policy_ = policy::parse_policy(config.policy, "policy");
-    if (config.has_hardware()) limits_ = policy::parse_hardware_limits(config.hardware, "hardware");
+  if (config.policy) {
+    H2OFLEX_INPUT_CHECK(!config.policy->is_auto, config.source,
+                        ": policy: auto is planned by `run`; give the policy's keys (the plan "
+                        "that `h2oflex plan` or `run` printed)");
+    policy_ = config.policy->policy;
+    limits_ = config.hardware;
   } else {
     // Loaded (and moved to the GPU) once for all blocks — unless even the shortest block of
     // batch_size cannot fit.
@@ -54,7 +52,14 @@ std::string BlockEngine::describe() const {
 }
 
 std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
-  GenerationSettings opt;
+  engine::Request req;
+  req.model = engine_model_input(source_);
+  req.device = device_;
+  req.policy = policy_;
+  req.limits = limits_;
+  req.resident_weights = weights_ ? &*weights_ : nullptr;
+  req.subject = detail::concat(config_.source, ": a block of ", work.prompts.size());
+  GenerationSettings& opt = req.gen;
   opt.gen_len = work.gen_len;
   opt.stop_at_eos = config_.stop_at_eos;
   opt.compute = compute_;
@@ -73,42 +78,10 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   opt.logit_bias = work.logit_bias;
   opt.presence_penalty = work.presence_penalty;
   opt.device = device_ == PipelineDevice::Cuda ? Device::CUDA : Device::CPU;
-  if (!policy_) {
-    check_in_ram_fits(plan_in_ram(*source_.model, opt, static_cast<int64_t>(work.prompts.size()),
-                                  static_cast<int64_t>(longest_prompt(work.prompts))),
-                      0, detail::concat(config_.source, ": a block of ", work.prompts.size()));
-    return generate_in_ram(*source_.model, *weights_, work.prompts, opt).tokens;
-  }
-
-  // The pipeline takes exactly one block: a short last block is filled with copies of its last
-  // prompt, whose results are dropped. Weights are placed on every call (once per block).
-  PipelineSpec spec;
-  spec.device = device_;
-  spec.model = source_.model;
-  spec.producer = source_.producer;
-  spec.partial_producer = source_.partial;
-  spec.packed_producer = source_.packed;
-  spec.weights_key = source_.key;
-  spec.policy = *policy_;
-  spec.limits = limits_;
-  spec.gen = opt;
-  spec.transport = job_transport();
-  if (device_ == PipelineDevice::Cuda) spec.device_link = job_device_link();
-  spec.prompts = work.prompts;
-  spec.prompts.resize(static_cast<size_t>(policy_->block_size()), work.prompts.back());
-  if (!spec.gen.row_keys.empty()) {
-    spec.gen.row_keys.resize(spec.prompts.size(), spec.gen.row_keys.back());
-  }
-  if (!spec.gen.logit_bias.empty()) {
-    spec.gen.logit_bias.resize(spec.prompts.size(), spec.gen.logit_bias.back());
-  }
-  if (!spec.gen.presence_penalty.empty()) {
-    spec.gen.presence_penalty.resize(spec.prompts.size(), spec.gen.presence_penalty.back());
-  }
-  if (!spec.gen.forced.empty()) spec.gen.forced.resize(spec.prompts.size(), work.forced.back());
-  PipelineResult result = run_pipeline(spec);
-  result.tokens.resize(work.prompts.size());
-  return result.tokens;
+  // A short last block on the pipeline is filled up by the engine; weights are placed on every
+  // call (once per block).
+  req.prompts = work.prompts;
+  return engine::run(req).run.tokens;
 }
 
 }  // namespace h2oflex::generate

@@ -5,10 +5,10 @@
 
 #include <optional>
 
-#include "engine/pipeline.h"
+#include "engine/request.h"
+#include "experiments/common/model_source.h"
+#include "experiments/common/run_config.h"
 #include "experiments/generate/generate_job.h"
-#include "experiments/model_source.h"
-#include "experiments/run_config.h"
 #include "policy/run_policy.h"
 
 namespace h2oflex::generate {

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/output_paths.h"
+#include "experiments/common/output_paths.h"
 #include "runtime/core/error.h"
 #include "runtime/core/temp_file_cleanup.h"
 

@@ -12,6 +12,10 @@
 #include <fstream>
 
 #include "engine/pipeline_device.h"
+#include "experiments/common/job_config.h"
+#include "experiments/common/model_source.h"
+#include "experiments/common/output_paths.h"
+#include "experiments/common/run_config.h"
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/error_report.h"
 #include "experiments/generate/generate_job.h"
@@ -19,10 +23,6 @@
 #include "experiments/generate/job_record.h"
 #include "experiments/generate/stage_blocks.h"
 #include "experiments/generate/stop_signal.h"
-#include "experiments/job_config.h"
-#include "experiments/model_source.h"
-#include "experiments/output_paths.h"
-#include "experiments/run_config.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"

@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "experiments/common/job_config.h"
+#include "experiments/common/model_source.h"
 #include "experiments/generate/block_engine.h"
 #include "experiments/generate/generate_job.h"
-#include "experiments/job_config.h"
-#include "experiments/model_source.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 
 namespace h2oflex::generate {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/output_paths.h"
+#include "experiments/common/output_paths.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex::generate {

@@ -7,8 +7,8 @@
 #include <initializer_list>
 #include <limits>
 
+#include "experiments/common/sampling_checks.h"
 #include "experiments/generate/json_line.h"
-#include "experiments/sampling_checks.h"
 
 namespace h2oflex::generate {
 

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "engine/generator.h"
+#include "experiments/common/run_config.h"
 #include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/quality_suite.h"
-#include "experiments/experiment_suite.h"
 #include "experiments/generate/request_line.h"
-#include "experiments/run_config.h"
+#include "experiments/suite/experiment_suite.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "runtime/core/error.h"
 #include "tests/support/run_binary.h"

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "experiments/plan_command.h"
+#include "experiments/plan/plan_command.h"
 #include "policy/cost_model.h"
 #include "tests/support/pipeline_invariance.h"
 

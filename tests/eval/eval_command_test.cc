@@ -7,9 +7,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "experiments/common/model_source.h"
 #include "experiments/eval/choice_tasks.h"
 #include "experiments/eval/eval_command.h"
-#include "experiments/model_source.h"
 #include "runtime/core/error.h"
 #include "tests/generate/generate_test_support.h"
 

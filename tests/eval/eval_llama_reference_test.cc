@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "engine/generator.h"
+#include "experiments/common/model_source.h"
 #include "experiments/eval/perplexity.h"
-#include "experiments/model_source.h"
 #include "tests/eval/trained_model_fixture.h"
 
 namespace h2oflex::eval {

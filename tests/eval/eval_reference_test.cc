@@ -10,9 +10,9 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
+#include "experiments/common/model_source.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/eval/token_scorer.h"
-#include "experiments/model_source.h"
 #include "tests/eval/trained_model_fixture.h"
 
 namespace h2oflex::eval {

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <random>
 
+#include "experiments/common/model_source.h"
 #include "experiments/eval/perplexity.h"
 #include "experiments/eval/token_scorer.h"
-#include "experiments/model_source.h"
 #include "tests/eval/trained_model_fixture.h"
 #include "tests/support/hf_fixtures.h"
 #include "tests/support/scratch_dir.h"
@@ -260,8 +260,8 @@ TEST_F(EvalPlacements, DiskAndHostPlacementsGiveTheSameNumbers) {
     in_ram.batch_size = rows;
     const auto ram = score(in_ram, seqs);
     RunConfig c = fixture_config("tiny-preln", kv);
-    c.policy = YAML::Load(placement);
-    c.hardware = YAML::Load("{disk_path: " + dir().string() + "}");
+    c.policy = policy::parse_policy_section(YAML::Load(placement));
+    c.hardware.disk_path = dir().string();
     const auto got = score(c, seqs);
     for (size_t i = 0; i < seqs.size(); ++i) {
       EXPECT_EQ(got[i].nll, ram[i].nll) << placement << " sequence " << i;

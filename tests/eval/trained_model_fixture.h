@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "policy/kv_policy.h"
 #include "tests/support/hf_fixtures.h"

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "experiments/bench_gemm.h"
+#include "experiments/bench/bench_gemm.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "experiments/experiment_runner.h"
-#include "experiments/plan_command.h"
+#include "experiments/plan/plan_command.h"
+#include "experiments/suite/experiment_runner.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

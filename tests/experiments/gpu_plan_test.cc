@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <string>
 
-#include "experiments/experiment_suite.h"
-#include "experiments/run_command.h"
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
+#include "experiments/run/run_command.h"
+#include "experiments/suite/experiment_suite.h"
 #include "policy/run_policy.h"
 
 namespace h2oflex {
@@ -52,11 +52,8 @@ TEST(GpuPlan, EveryGpuCheckCaseFitsItsBudgetsAndTheLentMachine) {
     EXPECT_LE(p.device, kLentDeviceBytes) << name;
     EXPECT_LE(p.host, kLentHostBytes) << name;
     EXPECT_EQ(p.disk, 0) << name << ": the check uses no disk tier";
-    if (c.has_hardware()) {
-      const policy::HardwareLimits lim = policy::parse_hardware_limits(c.hardware, name);
-      if (lim.device_mem > 0) {
-        EXPECT_LE(p.device, static_cast<double>(lim.device_mem)) << name;
-      }
+    if (c.hardware.device_mem > 0) {
+      EXPECT_LE(p.device, static_cast<double>(c.hardware.device_mem)) << name;
     }
   }
   EXPECT_EQ(cases, 3);

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/plan_command.h"
-#include "experiments/run_command.h"
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
+#include "experiments/plan/plan_command.h"
+#include "experiments/run/run_command.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

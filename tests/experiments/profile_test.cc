@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/profile_command.h"
+#include "experiments/profile/profile_command.h"
 #include "policy/hardware.h"
 #include "runtime/core/error.h"
 

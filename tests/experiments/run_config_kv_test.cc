@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

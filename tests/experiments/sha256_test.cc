@@ -1,6 +1,7 @@
-// experiments/sha256.cc against FIPS 180-4's example vectors and against Python's hashlib for byte
-// strings of every padding case (tests/fixtures/sha256/random.json, tools/gen_sha256_fixtures.py).
-#include "experiments/sha256.h"
+// experiments/common/sha256.cc against FIPS 180-4's example vectors and against Python's hashlib
+// for byte strings of every padding case (tests/fixtures/sha256/random.json,
+// tools/gen_sha256_fixtures.py).
+#include "experiments/common/sha256.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "engine/model_layout.h"
-#include "experiments/experiment_runner.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
+#include "experiments/suite/experiment_runner.h"
 #include "policy/cost_model.h"
 #include "tests/offload/test_support.h"
 

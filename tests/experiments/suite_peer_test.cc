@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/experiment_runner.h"
+#include "experiments/suite/experiment_runner.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/experiment_runner.h"
+#include "experiments/suite/experiment_runner.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "engine/generator.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
 #include "policy/kv_policy.h"
 #include "tests/support/hf_fixtures.h"
 

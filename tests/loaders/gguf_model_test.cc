@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/generator.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
 #include "models/gguf/gguf_file.h"
 #include "models/llama/llama_model.h"
 #include "runtime/core/error.h"

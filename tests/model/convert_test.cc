@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "engine/generator.h"
-#include "experiments/convert_command.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
+#include "experiments/convert/convert_command.h"
 #include "tests/support/scratch_dir.h"
 
 namespace h2oflex {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/model_layout.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
 #include "runtime/core/error.h"
 #include "tests/support/scratch_dir.h"
 

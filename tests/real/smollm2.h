@@ -17,7 +17,7 @@
 
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
 
 namespace h2oflex::real {
 

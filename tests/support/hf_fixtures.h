@@ -18,7 +18,7 @@
 #include "engine/generator.h"
 #include "engine/model_footprint.h"
 #include "engine/pipeline.h"
-#include "experiments/model_source.h"
+#include "experiments/common/model_source.h"
 
 namespace h2oflex::testing_support {
 

@@ -13,7 +13,7 @@
 
 #include "engine/generator.h"
 #include "engine/pipeline.h"
-#include "experiments/run_command.h"
+#include "experiments/run/run_command.h"
 #include "models/opt/opt_model.h"
 
 namespace h2oflex::testing_support {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/child_process.h"
+#include "experiments/common/child_process.h"
 
 namespace h2oflex::testing_support {
 

@@ -1,7 +1,7 @@
 // A run configuration: the YAML text (duplicate keys, anchors, any structure) and a --set
 // assignment applied over it, as `h2oflex run CONFIG --set KEY=VALUE` does. Input: the --set
 // before the first NUL byte (none when there is no NUL), the YAML after it.
-#include "experiments/run_config.h"
+#include "experiments/common/run_config.h"
 #include "policy/yaml_fields.h"
 #include "runtime/core/error.h"
 #include "tools/fuzz/fuzz_target.h"
