@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "offload/io/io_engine.h"
-#include "runtime/core/quant4.h"
 #include "runtime/core/rng.h"
 #include "runtime/ops/ops.h"
 
@@ -26,7 +25,7 @@ std::string layout_format_suffix(const std::vector<PackedFormat>& packed) {
   }
   if (names.empty()) return "";
   if (names.size() == 1 && *names.begin() == packed_format_row(PackedFormat::Q4G64).name) {
-    return ":int" + std::to_string(4) + "g" + std::to_string(quant4::kGroup);
+    return ":int4g" + std::to_string(packed_format_row(PackedFormat::Q4G64).block_values);
   }
   std::string out;
   for (std::string_view n : names) out += (out.empty() ? ":" : "+") + std::string(n);
