@@ -89,6 +89,7 @@ class Session {
         progress(done, total, tokens);
       };
     }
+    const generate::EngineTotals before = session_->engine().totals();
     generate::GenerateRun run;
     {
       py::gil_scoped_release release;
@@ -105,6 +106,15 @@ class Session {
                          {"completion_tokens", r.completion_tokens},
                          {"finish_reason", r.finish_reason}});
     }
+    // This call's share of the session's totals.
+    const generate::EngineTotals& after = session_->engine().totals();
+    generate::EngineTotals call;
+    for (const auto& [link, bytes] : after.bytes_moved) {
+      const auto was = before.bytes_moved.find(link);
+      call.bytes_moved[link] = bytes - (was == before.bytes_moved.end() ? 0 : was->second);
+    }
+    call.kv_slots = after.kv_slots - before.kv_slots;
+    call.kv_full_slots = after.kv_full_slots - before.kv_full_slots;
     const double s = run.summary.generate_s;
     nlohmann::json stats = {{"requests", requests.size()},
                             {"blocks_run", run.summary.blocks_run},
@@ -115,6 +125,8 @@ class Session {
                             {"prompt_tokens", run.cost.prompt_tokens},
                             {"padded_prompt_tokens", run.cost.padded_prompt_tokens},
                             {"kv", session_->config().kv_policy.summary()},
+                            {"bytes_moved", call.bytes_moved},
+                            {"kv_kept", call.kv_kept()},
                             {"engine", session_->engine().describe()},
                             {"interrupted", run.summary.interrupted}};
     py::dict out;

@@ -81,7 +81,15 @@ std::vector<std::vector<int32_t>> BlockEngine::run(const BlockWork& work) {
   // A short last block on the pipeline is filled up by the engine; weights are placed on every
   // call (once per block).
   req.prompts = work.prompts;
-  return engine::run(req).run.tokens;
+  const engine::Result r = engine::run(req);
+  for (const auto& m : r.run.bytes_moved) {
+    totals_.bytes_moved[std::string(tier_kind_name(m.src)) + "->" +
+                        std::string(tier_kind_name(m.dst))] += m.bytes;
+  }
+  const auto sequences = static_cast<int64_t>(work.prompts.size());
+  totals_.kv_slots += sequences * opt.eviction.capacity(work.prompt_len, work.gen_len);
+  totals_.kv_full_slots += sequences * (work.prompt_len + work.gen_len);
+  return r.run.tokens;
 }
 
 }  // namespace h2oflex::generate

@@ -3,7 +3,9 @@
 // config has a `policy:` section.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "engine/request.h"
 #include "experiments/common/model_source.h"
@@ -12,6 +14,18 @@
 #include "policy/run_policy.h"
 
 namespace h2oflex::generate {
+
+// What the engine did over the blocks run so far: bytes moved between tiers ("disk->device",
+// ...: the pipeline's only; in RAM nothing moves), and the KV the policy kept — its slots per
+// sequence against the prompt + generated tokens a full cache holds, summed over sequences.
+struct EngineTotals {
+  std::map<std::string, uint64_t> bytes_moved;
+  int64_t kv_slots = 0, kv_full_slots = 0;
+  double kv_kept() const {
+    return kv_full_slots > 0 ? static_cast<double>(kv_slots) / static_cast<double>(kv_full_slots)
+                             : 1.0;
+  }
+};
 
 class BlockEngine {
  public:
@@ -25,6 +39,7 @@ class BlockEngine {
   PipelineDevice device() const { return device_; }
   ops::ComputeType compute_type() const { return compute_; }
   const std::optional<policy::Policy>& policy() const { return policy_; }  // none: in RAM
+  const EngineTotals& totals() const { return totals_; }
 
  private:
   RunConfig config_;
@@ -35,6 +50,7 @@ class BlockEngine {
   std::optional<policy::Policy> policy_;
   policy::HardwareLimits limits_;
   std::optional<ModelWeights> weights_;  // in-RAM path only
+  EngineTotals totals_;
 };
 
 }  // namespace h2oflex::generate

@@ -37,6 +37,10 @@ class GenerationStats:
     prompt_tokens: int
     padded_prompt_tokens: int
     kv: str  # the KV policy, e.g. "h2o:0.1,0.1"
+    # Bytes this call moved between tiers, e.g. {"disk->device": N} (the pipeline's; empty in
+    # memory), and the fraction of a full cache's KV the policy kept (1.0: full).
+    bytes_moved: dict[str, int]
+    kv_kept: float
     engine: str  # where it ran: "in memory, batch 16 on cpu, compute bf16", or the pipeline's policy
     interrupted: bool
 

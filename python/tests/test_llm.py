@@ -60,11 +60,27 @@ def test_generate_gives_the_executables_texts_on_the_real_model(tmp_path):
     stats = outs[0].stats
     assert stats.requests == 5 and stats.blocks_run == 3 and stats.kv == "h2o:0.1,0.1"
     assert stats.completion_tokens == sum(o.completion_tokens for o in outs)
+    # In memory nothing moves between tiers; H2O at 0.1 + 0.1 keeps a fifth of the prompt's KV
+    # (plus what the steps add within its budget), well under a full cache.
+    assert stats.bytes_moved == {} and 0.0 < stats.kv_kept < 0.5
 
 
 @pytest.fixture(scope="module")
 def demo():
     return h2oflex.LLM(DEMO, kv=H2O, compute_dtype="f32", batch_size=2)
+
+
+def test_statistics_say_the_bytes_each_call_moved(tmp_path):
+    # Weights on disk: every call reads them (the same bytes for the same prompts, per call, not
+    # summed over the session); a full cache keeps all the KV.
+    llm = h2oflex.LLM(DEMO, compute_dtype="f32", kv={"policy": "full"},
+                      policy={"gpu_batch_size": 2, "weights": {"gpu": 0, "cpu": 0}},
+                      hardware={"disk_path": str(tmp_path)})
+    first = llm.generate(["The river", "A stone"], max_new_tokens=3)[0].stats
+    second = llm.generate(["The river", "A stone"], max_new_tokens=3)[0].stats
+    assert first.bytes_moved["disk->device"] > 0
+    assert first.bytes_moved == second.bytes_moved
+    assert first.kv_kept == 1.0
 
 
 def test_stop_strings_and_sampling_match_the_executable(demo, tmp_path):
