@@ -4,8 +4,9 @@
 //
 // Decode-sized inputs (up to kFusedRows rows, f32 compute) are bound by the weight bytes: q4_g64
 // rows are multiplied straight from the codes, never writing a dequantized value
-// (fused_few_rows); a GGUF block row is unpacked into one row of scratch that stays in the
-// core's L1 and is used at once by every input row (fused_unpacked_rows).
+// (fused_few_rows), and so are q8_0 / q4_0 / q4_1 blocks (fused_block_few_rows); a K-format row
+// is unpacked into one row of scratch that stays in the core's L1 and is used at once by every
+// input row (fused_unpacked_rows).
 // Up to kFewRows rows each thread dequantizes a piece small enough to stay in its core's cache
 // and multiplies it at once (a single-threaded GEMM per piece, the threads splitting the
 // pieces). Prefill-sized inputs are bound by the GEMM: the pieces are large and each is one
@@ -175,6 +176,81 @@ void fused_unpacked_rows(PackedFormat f, const float* x, int64_t m, int64_t k,
   }
 }
 
+// The 32-value GGUF blocks (q8_0, q4_0, q4_1) multiplied straight from their codes: per block,
+// its codes as floats, then d · Σ code·x (+ m · Σ x for q4_1) for every input row — no unpacked
+// value written. Q8_0: int8 codes at byte 2; Q4_0 / Q4_1: value t in the low nibble of byte t,
+// value t + 16 in its high nibble (codes of Q4_0 less 8). The lanes are independent
+// accumulators, added in lane order.
+constexpr int64_t kBlock = 32;
+
+bool has_fused_block_kernel(PackedFormat f) {
+  return f == PackedFormat::Q8_0 || f == PackedFormat::Q4_0 || f == PackedFormat::Q4_1;
+}
+
+H2OFLEX_VECTOR_CLONES void fused_block_rows(PackedFormat f, const float* x, const float* xsums,
+                                            int64_t m, int64_t k, const uint8_t* packed, int64_t j0,
+                                            int64_t j1, float* out, int64_t ldo) {
+  const int64_t blocks = k / kBlock;
+  const int64_t block_bytes = f == PackedFormat::Q8_0 ? 34 : f == PackedFormat::Q4_0 ? 18 : 20;
+  const int64_t rb = blocks * block_bytes;
+  for (int64_t j = j0; j < j1; ++j) {
+    float acc[kFusedRows][kLanes] = {};
+    float min_acc[kFusedRows] = {};
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = packed + j * rb + b * block_bytes;
+      uint16_t half[2];
+      std::memcpy(half, blk, 4);
+      const float d = f16_to_f32(half[0]);
+      float codes[kBlock];
+      if (f == PackedFormat::Q8_0) {
+        for (int64_t t = 0; t < kBlock; ++t) codes[t] = static_cast<float>(int8_t(blk[2 + t]));
+      } else {
+        const uint8_t* nib = blk + (f == PackedFormat::Q4_0 ? 2 : 4);
+        const float bias = f == PackedFormat::Q4_0 ? 8.0f : 0.0f;
+        for (int64_t t = 0; t < kBlock / 2; ++t) {
+          codes[t] = static_cast<float>(nib[t] & 15) - bias;
+          codes[t + kBlock / 2] = static_cast<float>(nib[t] >> 4) - bias;
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const float* xb = x + i * k + b * kBlock;
+        for (int64_t l = 0; l < kLanes; ++l) {
+          acc[i][l] += d * (codes[l] * xb[l] + codes[l + kLanes] * xb[l + kLanes]);
+        }
+      }
+      if (f == PackedFormat::Q4_1) {
+        const float mn = f16_to_f32(half[1]);
+        for (int64_t i = 0; i < m; ++i) min_acc[i] += mn * xsums[i * blocks + b];
+      }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      float sum = min_acc[i];
+      for (int64_t l = 0; l < kLanes; ++l) sum += acc[i][l];
+      out[i * ldo + j] = sum;
+    }
+  }
+}
+
+void fused_block_few_rows(PackedFormat f, const float* x, int64_t m, int64_t k,
+                          const uint8_t* packed, int64_t n, float* out) {
+  const int64_t blocks = k / kBlock;
+  thread_local std::vector<float> caller_sums;  // the caller's: the threads below read it
+  std::vector<float>& sums = caller_sums;
+  sums.assign(static_cast<size_t>(m * blocks), 0.0f);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t t = 0; t < k; ++t)
+      sums[static_cast<size_t>(i * blocks + t / kBlock)] += x[i * k + t];
+  }
+  constexpr int64_t kRowsPerTask = 32;
+  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  const float* s = sums.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < tasks; ++task) {
+    const int64_t j0 = task * kRowsPerTask;
+    fused_block_rows(f, x, s, m, k, packed, j0, std::min(n, j0 + kRowsPerTask), out, n);
+  }
+}
+
 // nc rows of the packed matrix as operand values (bf16 / f16) into dst.
 void unpack_piece(PackedFormat f, const Tensor& rows, int64_t k, DType op, void* dst) {
   const int64_t nc = rows.dim(0);
@@ -229,6 +305,8 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
   float* o = out.data<float>();
   if (m <= kFusedRows && f == PackedFormat::Q4G64) {
     fused_few_rows(xs, m, k, packed, n, o);
+  } else if (m <= kFusedRows && has_fused_block_kernel(f)) {
+    fused_block_few_rows(f, xs, m, k, packed, n, o);
   } else if (m <= kFusedRows) {
     fused_unpacked_rows(f, xs, m, k, packed, n, o);
   } else if (m <= kFewRows) {
