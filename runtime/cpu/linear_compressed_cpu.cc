@@ -285,7 +285,10 @@ void linear_compressed(const Tensor& x, const Tensor& w, const Tensor* bias, Ten
   const auto rb = static_cast<int64_t>(packed_format_row(f).row_bytes(k));
   const uint8_t* packed = w.data<const uint8_t>();
   const float* b = bias ? bias->data<const float>() : nullptr;
-  if (ct != ComputeType::F32) {
+  // A decode step's few rows on GGUF blocks are multiplied from the codes in f32 whatever the
+  // compute type: bound by the weight bytes, a 16-bit operand would only add a conversion.
+  const bool fused_gguf = m <= kFusedRows && f != PackedFormat::Q4G64;
+  if (ct != ComputeType::F32 && !fused_gguf) {
     // 16-bit compute: pieces of the matrix dequantized to the operand type, each multiplied by
     // the plain path into its columns of the output.
     const DType op = ops::operand_dtype(ct);
