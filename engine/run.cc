@@ -57,9 +57,10 @@ void fill_sizes(const Request& r, const WeightFormat& weight_format, bool compre
   const int prompt_len = static_cast<int>(longest_prompt(r.prompts));
   const int capacity = r.gen.eviction.capacity(prompt_len, r.gen.gen_len);
   const KvGeometry g = model.kv_geometry();
-  out.cache_bytes = 2.0 * batch * capacity * static_cast<double>(model.layers() * g.kv_heads) *
-                    static_cast<double>(kv_storage_format(r.gen.kv_dtype, kv_packing)
-                                            .bytes(static_cast<uint64_t>(g.head_dim)));
+  out.cache_bytes =
+      2.0 * batch * capacity * static_cast<double>(model.layers() * g.kv_heads) *
+      static_cast<double>(
+          kv_storage_format(r.gen.kv_dtype, kv_packing).bytes(static_cast<uint64_t>(g.head_dim)));
   out.hidden_bytes = batch * prompt_len * static_cast<double>(model.hidden()) * 4.0;
 }
 
@@ -96,8 +97,8 @@ Result run(const Request& r, const Observer& observer) {
     out.run = run_pipeline(spec);
     out.run.tokens.resize(r.prompts.size());
     out.stopped = out.run.stopped;
-    fill_sizes(r, spec.policy.weight_format, spec.policy.compress_weight,
-               spec.policy.kv_packing(), out);
+    fill_sizes(r, spec.policy.weight_format, spec.policy.compress_weight, spec.policy.kv_packing(),
+               out);
     out.peak_device_bytes = r.policy ? static_cast<double>(out.run.peak_bytes["device"])
                                      : out.model_bytes + out.cache_bytes;
     return out;
