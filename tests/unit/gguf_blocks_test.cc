@@ -19,6 +19,7 @@
 #include "runtime/core/block_format.h"
 #include "runtime/core/half.h"
 #include "runtime/core/rng.h"
+#include "tests/support/random_blocks.h"
 
 namespace h2oflex {
 namespace {
@@ -106,37 +107,6 @@ const nlohmann::json& fixture() {
     return nlohmann::json::parse(in);
   }();
   return j;
-}
-
-// Random block bytes whose f16 fields are any finite f16 (subnormals, zero and negative scales
-// included): every other bit pattern of the codes and sub-scales occurs.
-std::vector<uint8_t> random_blocks(PackedFormat f, size_t blocks, uint64_t seed) {
-  const BlockFormat& row = cpu_row(f);
-  std::vector<uint8_t> bytes(blocks * row.block_bytes);
-  for (size_t i = 0; i < bytes.size(); i += 16) {
-    const std::array<uint32_t, 4> r = philox4x32(seed, 0, i);
-    std::memcpy(&bytes[i], r.data(), std::min<size_t>(16, bytes.size() - i));
-  }
-  std::vector<size_t> f16_at;  // offsets of the f16 fields in a block
-  switch (f) {
-    case PackedFormat::Q8_0:
-    case PackedFormat::Q4_0:
-      f16_at = {0};
-      break;
-    case PackedFormat::Q4_1:
-    case PackedFormat::Q4_K:
-      f16_at = {0, 2};
-      break;
-    default:
-      f16_at = {208};
-  }
-  for (size_t b = 0; b < blocks; ++b) {
-    for (size_t at : f16_at) {
-      uint8_t* p = &bytes[b * row.block_bytes + at];
-      if (((p[1] >> 2) & 0x1f) == 0x1f) p[1] &= 0xbf;  // inf / NaN exponent -> a finite one
-    }
-  }
-  return bytes;
 }
 
 TEST(GgufBlocks, SizesAreTheBlockTablesRows) {
