@@ -30,11 +30,11 @@ struct PlainSlotRows {
 
 // ... of a cache packed in q8_0 (cache_format): the value its block decodes to, read in place.
 struct Q8_0SlotRows {
-  using B = gguf_blocks::Block<PackedFormat::Q8_0>;
   const uint8_t* rows;
   int64_t row_bytes;
   __device__ float operator()(int64_t row, int e) const {
-    return B::value(rows + row * row_bytes + e / B::kValues * B::kBytes, e % B::kValues);
+    return gguf_blocks::row_value<PackedFormat::Q8_0>(rows + row * row_bytes,
+                                                      static_cast<uint64_t>(e));
   }
 };
 

@@ -228,4 +228,13 @@ struct Block<PackedFormat::Q6_K> {
   }
 };
 
+// Value t of the values stored in whole blocks of F from `blocks` on: a row of packed values, or
+// rows of whole blocks back to back (value t of row-major [rows, n] when n is a multiple of
+// kValues). The one rule every kernel indexes packed rows by.
+template <PackedFormat F>
+H2OFLEX_BLOCK_FN float row_value(const uint8_t* blocks, uint64_t t) {
+  using B = Block<F>;
+  return B::value(blocks + t / B::kValues * B::kBytes, static_cast<int>(t % B::kValues));
+}
+
 }  // namespace h2oflex::gguf_blocks

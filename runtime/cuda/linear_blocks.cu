@@ -21,7 +21,6 @@ constexpr int kMaxRows = static_cast<int>(kBlockLinearMaxRows);
 template <PackedFormat F>
 __global__ void linear_blocks_kernel(const float* x, int m, int64_t k, const uint8_t* w, int64_t n,
                                      int64_t row_bytes, float* out) {
-  using B = gguf_blocks::Block<F>;
   const int lane = threadIdx.x % kWarpSize;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize;
   if (j >= n) return;  // the whole warp: no shuffle below misses a lane
@@ -30,8 +29,7 @@ __global__ void linear_blocks_kernel(const float* x, int m, int64_t k, const uin
 #pragma unroll
   for (int i = 0; i < kMaxRows; ++i) acc[i] = 0.0f;
   for (int64_t t = lane; t < k; t += kWarpSize) {
-    const auto u = static_cast<uint64_t>(t);
-    const float v = B::value(row + u / B::kValues * B::kBytes, static_cast<int>(u % B::kValues));
+    const float v = gguf_blocks::row_value<F>(row, static_cast<uint64_t>(t));
 #pragma unroll
     for (int i = 0; i < kMaxRows; ++i) {
       if (i < m) acc[i] = fmaf(v, x[i * k + t], acc[i]);

@@ -12,16 +12,12 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// One thread per value. Rows of whole blocks lie back to back, so value t of the `values`
-// values is value t % kValues of block t / kValues.
+// One thread per value: rows of whole blocks lie back to back (gguf_blocks::row_value).
 template <PackedFormat F, typename T>
 __global__ void unpack_blocks_kernel(const uint8_t* in, int64_t values, T* out) {
-  using B = gguf_blocks::Block<F>;
   for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < values;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const auto u = static_cast<uint64_t>(t);
-    out[t] =
-        from_f32<T>(B::value(in + u / B::kValues * B::kBytes, static_cast<int>(u % B::kValues)));
+    out[t] = from_f32<T>(gguf_blocks::row_value<F>(in, static_cast<uint64_t>(t)));
   }
 }
 

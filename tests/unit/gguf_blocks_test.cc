@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,32 +37,41 @@ const BlockFormat& cpu_row(PackedFormat f) {
   return *b;
 }
 
-// Calls fn(Block<F>{}) for f's block type.
+template <PackedFormat F>
+using Tag = std::integral_constant<PackedFormat, F>;
+
+// Calls fn(Tag<F>{}) for F = f.
 template <typename Fn>
-void with_block(PackedFormat f, Fn&& fn) {
+void with_format(PackedFormat f, Fn&& fn) {
   switch (f) {
     case PackedFormat::Q8_0:
-      return fn(Block<PackedFormat::Q8_0>{});
+      return fn(Tag<PackedFormat::Q8_0>{});
     case PackedFormat::Q4_0:
-      return fn(Block<PackedFormat::Q4_0>{});
+      return fn(Tag<PackedFormat::Q4_0>{});
     case PackedFormat::Q4_1:
-      return fn(Block<PackedFormat::Q4_1>{});
+      return fn(Tag<PackedFormat::Q4_1>{});
     case PackedFormat::Q4_K:
-      return fn(Block<PackedFormat::Q4_K>{});
+      return fn(Tag<PackedFormat::Q4_K>{});
     case PackedFormat::Q6_K:
-      return fn(Block<PackedFormat::Q6_K>{});
+      return fn(Tag<PackedFormat::Q6_K>{});
     default:
       FAIL() << "not a GGUF block format";
   }
 }
 
-// `blocks` blocks of f decoded value by value through the header.
+// Calls fn(Block<F>{}) for f's block type.
+template <typename Fn>
+void with_block(PackedFormat f, Fn&& fn) {
+  with_format(f, [&](auto format) { fn(Block<decltype(format)::value>{}); });
+}
+
+// `blocks` blocks of f decoded value by value through the header, indexed as the kernels index
+// packed rows (row_value over the whole buffer).
 std::vector<float> decode(PackedFormat f, const std::vector<uint8_t>& bytes, size_t blocks) {
-  std::vector<float> out;
-  with_block(f, [&](auto b) {
-    using B = decltype(b);
-    for (size_t i = 0; i < blocks; ++i) {
-      for (int j = 0; j < B::kValues; ++j) out.push_back(B::value(bytes.data() + i * B::kBytes, j));
+  std::vector<float> out(blocks * packed_format_row(f).block_values);
+  with_format(f, [&](auto format) {
+    for (uint64_t t = 0; t < out.size(); ++t) {
+      out[t] = gguf_blocks::row_value<decltype(format)::value>(bytes.data(), t);
     }
   });
   return out;
