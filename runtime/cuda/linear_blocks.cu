@@ -7,7 +7,8 @@
 // A warp per output column (weight row j): lane l takes values l, l + 32, ... of the row, so a
 // warp reads a block's bytes together (coalesced) and the input rows' values l, l + 32, ...
 // likewise; each lane keeps one partial sum per input row, added across the warp at the end in
-// a fixed order (deterministic).
+// a fixed order (deterministic). Every warp reads all of x (at most 16 rows): the read-only
+// pointers let those reads be served from the cache the block's warps share.
 #include "runtime/cuda/gguf_dispatch.cuh"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/launchers.h"
@@ -19,8 +20,9 @@ constexpr int kWarps = 8;  // output columns per thread block
 constexpr int kMaxRows = static_cast<int>(kBlockLinearMaxRows);
 
 template <PackedFormat F>
-__global__ void linear_blocks_kernel(const float* x, int m, int64_t k, const uint8_t* w, int64_t n,
-                                     int64_t row_bytes, float* out) {
+__global__ void linear_blocks_kernel(const float* __restrict__ x, int m, int64_t k,
+                                     const uint8_t* __restrict__ w, int64_t n, int64_t row_bytes,
+                                     float* __restrict__ out) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize;
   if (j >= n) return;  // the whole warp: no shuffle below misses a lane
