@@ -2,7 +2,6 @@
 // copy and synchronization behind ops::copy / ops::synchronize.
 #include <climits>
 #include <optional>
-#include <type_traits>
 
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/device_guard.h"
