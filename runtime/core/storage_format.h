@@ -41,6 +41,11 @@ struct PackedFormatRow {
 
 // Every packed row, in enum order (None excluded).
 std::span<const PackedFormatRow> packed_format_rows();
+// linear on packed weights with up to this many input rows (a decode step's batch) reads the
+// blocks in place, in f32, on the CPU and on CUDA alike: bound by the weight bytes. More rows
+// unpack pieces of the matrix for a GEMM.
+inline constexpr int64_t kPackedFewRows = 16;
+
 const PackedFormatRow& packed_format_row(PackedFormat f);
 // The row spelled `name` (case-insensitive), nullptr when none.
 const PackedFormatRow* packed_format_by_name(std::string_view name);

@@ -21,6 +21,7 @@
 #include "runtime/core/cpu_memory_reserve.h"
 #include "runtime/core/half.h"
 #include "runtime/core/quant4.h"
+#include "runtime/core/storage_format.h"
 #include "runtime/core/vector_clones.h"
 #include "runtime/cpu/cpu_ops.h"
 #include "runtime/cpu/linear_compressed.h"
@@ -32,7 +33,7 @@ namespace h2oflex::cpu {
 
 namespace {
 
-constexpr int64_t kFusedRows = 16;                      // inputs up to this many rows: fused
+constexpr int64_t kFusedRows = kPackedFewRows;          // inputs up to this many rows: fused
 constexpr int64_t kFewRows = 64;                        // inputs up to this many rows: decode-like
 constexpr int64_t kCachePieceBytes = int64_t{1} << 20;  // per thread, f32 values
 constexpr auto kPieceBytes = static_cast<int64_t>(cpu_reserve::kCompressedPieceBytes);

@@ -28,8 +28,9 @@ void launch_unpack_rows(PackedFormat f, const void* src, int64_t rows, int64_t n
 void launch_pack_rows(PackedFormat f, const float* src, int64_t rows, int64_t n, uint8_t* dst,
                       cudaStream_t stream);
 
-// Inputs of up to this many rows multiply GGUF blocks in place (launch_linear_blocks_few_rows).
-inline constexpr int64_t kBlockLinearMaxRows = 16;
+// Inputs of up to kPackedFewRows rows multiply GGUF blocks in place
+// (launch_linear_blocks_few_rows).
+inline constexpr int64_t kBlockLinearMaxRows = kPackedFewRows;
 
 // out[m, n] = x[m, k] · wᵀ in f32 with w n rows of k values in GGUF block format `f`, read from
 // the blocks (no unpacked matrix written); m <= kBlockLinearMaxRows
