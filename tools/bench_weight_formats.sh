@@ -3,7 +3,9 @@
 # for each storage format, on OPT-6.7B's shapes (dummy weights, packed at load) and on a
 # Llama-7B-shaped GGUF in each of its types (tools/write_random_gguf.py; q4_g64 packed at load
 # from the f16 file). Rounds are interleaved (the disk swings); each run's layout is deleted
-# after it, so the disk holds one layout at a time (the GGUF files stay: ~29 GB).
+# after it, so the disk holds one layout at a time (the GGUF files stay: ~29 GB). Compute is
+# bf16 (the 16-bit type with native kernels on most CPUs; an f16 decode GEMM without one is
+# CPU-bound, not disk-bound); the GGUF blocks' few-row kernels run in f32 whatever the type.
 #
 #   tools/bench_weight_formats.sh OUT_DIR [ROUNDS]
 #
@@ -42,7 +44,7 @@ dummy: true
 prompt_len: 32
 gen_len: 4
 batch_size: 1
-compute_dtype: f16
+compute_dtype: bf16
 policy:
   gpu_batch_size: 1
   num_gpu_batches: 1
