@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/gguf/gguf_spm_tokenizer.h"
 #include "models/gguf/gguf_tokenizer.h"
 #include "runtime/core/error.h"
 #include "tests/loaders/gguf_test_support.h"
@@ -37,6 +38,38 @@ TEST(GgufTokenizer, DocumentsEqualTheConvertersForSmolLM2) {
   }
 }
 
+// SentencePiece merges are ranked as transformers' generate_merges ranks them (its output for
+// these vocabularies): by the joined token's score, then the longer left part, then the longer
+// right part, ties in token order; cuts fall between code points, not bytes.
+TEST(GgufTokenizer, SentencePieceMergesAreRankedByScoreThenPartLengths) {
+  using Merges = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(sentencepiece_merges({"a", "b", "c", "ab", "bc", "abc"}, {0, 0, 0, -3, -3, -1}),
+            (Merges{{"ab", "c"}, {"a", "bc"}, {"a", "b"}, {"b", "c"}}));
+  EXPECT_EQ(
+      sentencepiece_merges(
+          {"\u2581", "h", "\u00e9", "\u2581h", "h\u00e9", "\u2581h\u00e9", "<0x41>"},
+          {0, 0, 0, -2, -2, -1, 0}),
+      (Merges{{"\u2581h", "\u00e9"}, {"\u2581", "h\u00e9"}, {"\u2581", "h"}, {"h", "\u00e9"}}));
+}
+
+// A SentencePiece vocabulary's documents: a BOS unless the file says otherwise (llama.cpp's and
+// transformers' default), and the unknown token as the model's.
+TEST(GgufTokenizer, SentencePieceMetadataAddsABosByDefault) {
+  const GgufFile file =
+      GgufFile::open(fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/gguf/llama2-spm.gguf");
+  const nlohmann::json config = gguf_tokenizer_config_json(file);
+  EXPECT_EQ(config.at("add_bos_token"), true);
+  EXPECT_EQ(config.at("bos_token"), "<s>");
+  const nlohmann::json doc = gguf_tokenizer_json(file);
+  EXPECT_EQ(doc.at("model").at("unk_token"), "<unk>");
+  EXPECT_EQ(doc.at("pre_tokenizer").at("prepend_scheme"), "first");
+  const BpeTokenizer tok = load_gguf_tokenizer(file);
+  const std::vector<int32_t> ids = tok.encode("hello", true);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(tok.decode(ids, true), "hello");
+}
+
 class GgufTokenizerErrors : public testing_support::ScratchDirTest {
  protected:
   std::string error_of(const testing::GgufBytes& bytes) {
@@ -54,13 +87,13 @@ class GgufTokenizerErrors : public testing_support::ScratchDirTest {
   }
 };
 
-TEST_F(GgufTokenizerErrors, SentencePieceAndUnknownPreTokenizersAreRefusedNamingTheKey) {
-  testing::GgufBytes llama;
-  llama.header(3, 0, 1).kv_string("tokenizer.ggml.model", "llama");
-  EXPECT_EQ(error_of(llama),
-            q("metadata key 'tokenizer.ggml.model' (at byte offset 56, a string) is 'llama'; only "
-              "byte-level BPE ('gpt2') is read from GGUF metadata (for a SentencePiece 'llama' "
-              "tokenizer, give the model's Hugging Face directory)"));
+TEST_F(GgufTokenizerErrors, UnknownModelsAndPreTokenizersAreRefusedNamingTheKey) {
+  testing::GgufBytes t5;
+  t5.header(3, 0, 1).kv_string("tokenizer.ggml.model", "t5");
+  EXPECT_EQ(error_of(t5),
+            q("metadata key 'tokenizer.ggml.model' (at byte offset 56, a string) is 't5'; the "
+              "tokenizers read from GGUF metadata are byte-level BPE ('gpt2') and SentencePiece "
+              "('llama')"));
   testing::GgufBytes qwen2;
   qwen2.header(3, 0, 4).kv_string("tokenizer.ggml.model", "gpt2");
   qwen2.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(1).str("a");
@@ -71,6 +104,34 @@ TEST_F(GgufTokenizerErrors, SentencePieceAndUnknownPreTokenizersAreRefusedNaming
   EXPECT_NE(e.find("is 'qwen2'; the pre-tokenizers read are default, gpt-2 and smollm"),
             std::string::npos)
       << e;
+}
+
+// A SentencePiece vocabulary: tokens "a" and "b", their scores and types as given.
+testing::GgufBytes sentencepiece(uint64_t scores, int32_t second_type) {
+  testing::GgufBytes b;
+  b.header(3, 0, 4).kv_string("tokenizer.ggml.model", "llama");
+  b.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(2).str("a").str("b");
+  b.str("tokenizer.ggml.scores").u32(9).u32(6).u64(scores);
+  for (uint64_t i = 0; i < scores; ++i) {
+    const float score = 0;
+    b.raw(&score, 4);
+  }
+  b.str("tokenizer.ggml.token_type").u32(9).u32(5).u64(2).u32(1).u32(uint32_t(second_type));
+  return b;
+}
+
+TEST_F(GgufTokenizerErrors, SentencePieceScoresAndTypesThatDoNotFitAreRefusedNamingTheKey) {
+  std::string e = error_of(sentencepiece(1, 1));
+  EXPECT_NE(e.find("metadata key 'tokenizer.ggml.scores' (at byte offset "), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("has 1 entries for 2 tokens"), std::string::npos) << e;
+  e = error_of(sentencepiece(2, 7));
+  EXPECT_NE(e.find("metadata key 'tokenizer.ggml.token_type' (at byte offset "), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("gives token 1 ('b') type 7; a SentencePiece vocabulary's tokens are normal"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(error_of(sentencepiece(2, 6)), "") << "a byte token is read";
 }
 
 TEST_F(GgufTokenizerErrors, AFileWithoutTokenizerMetadataIsRefusedNamingTheKey) {
