@@ -16,6 +16,7 @@
 
 #include "engine/generator.h"
 #include "experiments/common/model_source.h"
+#include "models/gguf/gguf_checkpoint.h"
 #include "models/gguf/gguf_file.h"
 #include "models/gpt_neox/neox_model.h"
 #include "models/llama/llama_model.h"
@@ -123,6 +124,32 @@ TEST(GgufModel, GptNeoxLogitsAndGreedyTokensMatchTransformersWithTheStoredValues
         EXPECT_LE(worst / largest, 1e-4) << what << " step " << s;
       }
     }
+  }
+}
+
+// `convert --from FILE.gguf` writes config.json beside the layout: for GPT-NeoX, one that the
+// Hugging Face reader reads back as the same model; and `dummy: true` keeps the family.
+class GgufNeoxDocuments : public testing::ScratchDirTest {};
+
+TEST_F(GgufNeoxDocuments, ConfigJsonReadsBackAsTheSameModel) {
+  for (const char* name : {"gptneox-q8_0-parallel", "gptneox-f16-sequential"}) {
+    const auto ckpt = GgufCheckpoint::open(fixtures() / (std::string(name) + ".gguf"));
+    const NeoxConfig& want = dynamic_cast<const NeoxModel&>(*ckpt->model()).config();
+    std::ofstream(dir() / "config.json") << ckpt->hf_documents().at("config.json").dump();
+    const NeoxConfig got = read_hf_neox_config(dir() / "config.json", want.name);
+    EXPECT_EQ(got.hidden, want.hidden) << name;
+    EXPECT_EQ(got.heads, want.heads) << name;
+    EXPECT_EQ(got.layers, want.layers) << name;
+    EXPECT_EQ(got.ffn, want.ffn) << name;
+    EXPECT_EQ(got.vocab, want.vocab) << name;
+    EXPECT_EQ(got.max_positions, want.max_positions) << name;
+    EXPECT_EQ(got.rot_dim(), want.rot_dim()) << name;
+    EXPECT_EQ(got.rope_theta, want.rope_theta) << name;
+    EXPECT_EQ(got.parallel_residual, want.parallel_residual) << name;
+    EXPECT_EQ(got.attention_bias, want.attention_bias) << name;
+    EXPECT_EQ(got.layer_norm_eps, want.layer_norm_eps) << name;
+    EXPECT_EQ(got.eos_id, want.eos_id) << name;
+    EXPECT_NE(dynamic_cast<const NeoxModel*>(ckpt->shape_model().get()), nullptr) << name;
   }
 }
 
