@@ -1,6 +1,7 @@
 #include "models/gguf/gguf_spm_tokenizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -76,6 +77,12 @@ json sentencepiece_tokenizer_json(const GgufFile& file, const std::vector<std::s
   json vocab = json::object();
   json added = json::array();
   for (size_t id = 0; id < tokens.size(); ++id) {
+    // The merges are ranked by score: a NaN would leave them without an order.
+    if (!std::isfinite(scores[id])) {
+      file.key_error("tokenizer.ggml.scores",
+                     detail::concat("gives token ", id, " (", quote_excerpt(tokens[id]),
+                                    ") the score ", scores[id], "; scores must be finite"));
+    }
     vocab[tokens[id]] = id;
     const int64_t type = types[id];
     if (type == kControl || type == kUnknown || type == kUserDefined) {

@@ -4,6 +4,7 @@
 // add_bos_token and chat template in tokenizer_config.json.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -107,15 +108,12 @@ TEST_F(GgufTokenizerErrors, UnknownModelsAndPreTokenizersAreRefusedNamingTheKey)
 }
 
 // A SentencePiece vocabulary: tokens "a" and "b", their scores and types as given.
-testing::GgufBytes sentencepiece(uint64_t scores, int32_t second_type) {
+testing::GgufBytes sentencepiece(uint64_t scores, int32_t second_type, float score = 0) {
   testing::GgufBytes b;
   b.header(3, 0, 4).kv_string("tokenizer.ggml.model", "llama");
   b.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(2).str("a").str("b");
   b.str("tokenizer.ggml.scores").u32(9).u32(6).u64(scores);
-  for (uint64_t i = 0; i < scores; ++i) {
-    const float score = 0;
-    b.raw(&score, 4);
-  }
+  for (uint64_t i = 0; i < scores; ++i) b.raw(&score, 4);
   b.str("tokenizer.ggml.token_type").u32(9).u32(5).u64(2).u32(1).u32(uint32_t(second_type));
   return b;
 }
@@ -130,6 +128,11 @@ TEST_F(GgufTokenizerErrors, SentencePieceScoresAndTypesThatDoNotFitAreRefusedNam
       << e;
   EXPECT_NE(e.find("gives token 1 ('b') type 7; a SentencePiece vocabulary's tokens are normal"),
             std::string::npos)
+      << e;
+  e = error_of(sentencepiece(2, 1, std::nanf("")));
+  EXPECT_NE(e.find("metadata key 'tokenizer.ggml.scores' (at byte offset "), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("gives token 0 ('a') the score nan; scores must be finite"), std::string::npos)
       << e;
   EXPECT_EQ(error_of(sentencepiece(2, 6)), "") << "a byte token is read";
 }
