@@ -67,25 +67,27 @@ constexpr Architecture kArchitectures[] = {
     {"qwen2", "qwen2", false, true},
 };
 
+// The shared rule (models/gguf/gguf_metadata), under this file's short name.
+constexpr auto positive = gguf_positive;
+
 LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std::string& name) {
   const std::string p = std::string(arch.name) + ".";
   LlamaConfig c;
   c.name = name;
   c.model_type = arch.model_type;
-  c.hidden = gguf_positive(f, p + "embedding_length");
-  c.layers = gguf_positive(f, p + "block_count");
-  c.ffn = gguf_positive(f, p + "feed_forward_length");
-  c.heads = gguf_positive(f, p + "attention.head_count");
-  c.kv_heads = f.find(p + "attention.head_count_kv")
-                   ? gguf_positive(f, p + "attention.head_count_kv")
-                   : c.heads;
+  c.hidden = positive(f, p + "embedding_length");
+  c.layers = positive(f, p + "block_count");
+  c.ffn = positive(f, p + "feed_forward_length");
+  c.heads = positive(f, p + "attention.head_count");
+  c.kv_heads =
+      f.find(p + "attention.head_count_kv") ? positive(f, p + "attention.head_count_kv") : c.heads;
   if (c.heads % c.kv_heads != 0) {
     f.key_error(p + "attention.head_count_kv",
                 detail::concat("(", c.kv_heads, ") must divide ", p, "attention.head_count (",
                                c.heads, ")"));
   }
   if (f.find(p + "attention.key_length")) {
-    c.head_dim = gguf_positive(f, p + "attention.key_length");
+    c.head_dim = positive(f, p + "attention.key_length");
   } else {
     if (c.hidden % c.heads != 0) {
       f.key_error(p + "attention.head_count",
@@ -95,7 +97,7 @@ LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std:
     c.head_dim = c.hidden / c.heads;
   }
   if (f.find(p + "attention.value_length") &&
-      gguf_positive(f, p + "attention.value_length") != c.head_dim) {
+      positive(f, p + "attention.value_length") != c.head_dim) {
     f.key_error(p + "attention.value_length", "differs from the key length; not supported");
   }
   if (c.head_dim % 2 != 0 || c.head_dim > kMaxHeadDim) {
@@ -103,13 +105,12 @@ LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std:
                 detail::concat("gives head_dim ", c.head_dim, "; it must be even and at most ",
                                kMaxHeadDim));
   }
-  if (f.find(p + "rope.dimension_count") &&
-      gguf_positive(f, p + "rope.dimension_count") != c.head_dim) {
+  if (f.find(p + "rope.dimension_count") && positive(f, p + "rope.dimension_count") != c.head_dim) {
     f.key_error(p + "rope.dimension_count",
                 detail::concat("is not the head dim ", c.head_dim,
                                " (partial rotary is not supported for this family)"));
   }
-  c.max_positions = gguf_positive(f, p + "context_length");
+  c.max_positions = positive(f, p + "context_length");
   c.rms_norm_eps = static_cast<float>(f.number(p + "attention.layer_norm_rms_epsilon"));
   if (!(c.rms_norm_eps > 0)) f.key_error(p + "attention.layer_norm_rms_epsilon", "must be > 0");
   c.rope_theta = f.find(p + "rope.freq_base") ? f.number(p + "rope.freq_base") : 10000.0;
