@@ -22,11 +22,13 @@ running it again writes the same files.
 - llama2-spm.gguf (+ tests/fixtures/tokenizer-corpus/llama2-gguf.jsonl): the SentencePiece
   tokenizer of tests/fixtures/tokenizer-llama2 as `tokenizer.ggml.model` llama metadata (tokens,
   scores, token types), with the ids and decoded text transformers gives for the corpus slice
-  loading that file (`AutoTokenizer.from_pretrained(dir, gguf_file=...)`).
+  loading that file (`AutoTokenizer.from_pretrained(dir, gguf_file=...)`), and the parts of the
+  tokenizer.json transformers builds from it (llama2-spm-transformers.json: merges by hash).
 - tools/fuzz/corpus/gguf_header/: small GGUF files for the reader's fuzz target (every
   metadata type, nested arrays, version 2 and 3, one tensor of each readable type).
 """
 
+import hashlib
 import json
 import os
 import re
@@ -398,6 +400,17 @@ def spm_tokenizer_fixture():
             row["text"] = decoded
         rows.append(row)
         same += ids == plain.encode(text, add_special_tokens=False).ids
+    # The tokenizer.json transformers builds from the file, for the engine's own to equal: its
+    # parts, and the merges by count and hash (the list is long).
+    doc = json.loads(tok.backend_tokenizer.to_str())
+    merges = json.dumps(doc["model"]["merges"], ensure_ascii=False, separators=(",", ":"))
+    summary = {key: doc[key] for key in ("added_tokens", "normalizer", "pre_tokenizer", "decoder")}
+    summary["vocab_size"] = len(doc["model"]["vocab"])
+    summary["merges_count"] = len(doc["model"]["merges"])
+    summary["merges_sha256"] = hashlib.sha256(merges.encode("utf-8")).hexdigest()
+    with open(os.path.join(OUT, "llama2-spm-transformers.json"), "w", encoding="utf-8") as f:
+        json.dump(summary, f, ensure_ascii=False, indent=1)
+        f.write("\n")
     with open(os.path.join(corpus_dir, "llama2-gguf.jsonl"), "w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/common/sha256.h"
 #include "models/gguf/gguf_spm_tokenizer.h"
 #include "models/gguf/gguf_tokenizer.h"
 #include "runtime/core/error.h"
@@ -51,6 +52,23 @@ TEST(GgufTokenizer, SentencePieceMergesAreRankedByScoreThenPartLengths) {
           {"\u2581", "h", "\u00e9", "\u2581h", "h\u00e9", "\u2581h\u00e9", "<0x41>"},
           {0, 0, 0, -2, -2, -1, 0}),
       (Merges{{"\u2581h", "\u00e9"}, {"\u2581", "h\u00e9"}, {"\u2581", "h"}, {"h", "\u00e9"}}));
+}
+
+// The tokenizer.json written for a SentencePiece vocabulary is the one transformers builds from
+// the same file (tools/gen_gguf_fixtures.py records its parts, the merges by count and hash); only
+// the model's unknown token differs: transformers leaves it unset, so a byte without a byte
+// token would be dropped there and is the unknown token here, as in llama.cpp.
+TEST(GgufTokenizer, SentencePieceDocumentEqualsTransformersForTheSameFile) {
+  const fs::path fixtures = fs::path(H2OFLEX_SOURCE_DIR) / "tests/fixtures/gguf";
+  const nlohmann::json doc = gguf_tokenizer_json(GgufFile::open(fixtures / "llama2-spm.gguf"));
+  const nlohmann::json want = read_json(fixtures / "llama2-spm-transformers.json");
+  for (const char* key : {"added_tokens", "normalizer", "pre_tokenizer", "decoder"}) {
+    EXPECT_EQ(doc.at(key), want.at(key)) << key;
+  }
+  EXPECT_EQ(doc.at("model").at("vocab").size(), want.at("vocab_size").get<size_t>());
+  const nlohmann::json& merges = doc.at("model").at("merges");
+  EXPECT_EQ(merges.size(), want.at("merges_count").get<size_t>());
+  EXPECT_EQ(sha256_hex(merges.dump()), want.at("merges_sha256").get<std::string>());
 }
 
 // A SentencePiece vocabulary's documents: a BOS unless the file says otherwise (llama.cpp's and
