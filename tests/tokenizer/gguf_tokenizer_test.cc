@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -126,9 +127,14 @@ TEST_F(GgufTokenizerErrors, UnknownModelsAndPreTokenizersAreRefusedNamingTheKey)
 }
 
 // A SentencePiece vocabulary: tokens "a" and "b", their scores and types as given.
-testing::GgufBytes sentencepiece(uint64_t scores, int32_t second_type, float score = 0) {
+testing::GgufBytes sentencepiece(uint64_t scores, int32_t second_type, float score = 0,
+                                 std::optional<bool> space_prefix = std::nullopt) {
   testing::GgufBytes b;
-  b.header(3, 0, 4).kv_string("tokenizer.ggml.model", "llama");
+  b.header(3, 0, space_prefix ? 5 : 4).kv_string("tokenizer.ggml.model", "llama");
+  if (space_prefix) {
+    const uint8_t flag = *space_prefix ? 1 : 0;
+    b.str("tokenizer.ggml.add_space_prefix").u32(7).raw(&flag, 1);
+  }
   b.str("tokenizer.ggml.tokens").u32(9).u32(8).u64(2).str("a").str("b");
   b.str("tokenizer.ggml.scores").u32(9).u32(6).u64(scores);
   for (uint64_t i = 0; i < scores; ++i) b.raw(&score, 4);
@@ -153,6 +159,19 @@ TEST_F(GgufTokenizerErrors, SentencePieceScoresAndTypesThatDoNotFitAreRefusedNam
   EXPECT_NE(e.find("gives token 0 ('a') the score nan; scores must be finite"), std::string::npos)
       << e;
   EXPECT_EQ(error_of(sentencepiece(2, 6)), "") << "a byte token is read";
+}
+
+// `tokenizer.ggml.add_space_prefix` false: no "▁" before the text, and none stripped on decode.
+class GgufSentencePieceFile : public testing_support::ScratchDirTest {};
+
+TEST_F(GgufSentencePieceFile, WithoutASpacePrefixNoneIsAddedOrStripped) {
+  for (const bool prefix : {true, false}) {
+    const fs::path file = dir() / "t.gguf";
+    sentencepiece(2, 1, 0, prefix).write(file);
+    const nlohmann::json doc = gguf_tokenizer_json(GgufFile::open(file));
+    EXPECT_EQ(doc.at("pre_tokenizer").at("prepend_scheme"), prefix ? "first" : "never");
+    EXPECT_EQ(doc.at("decoder").at("decoders").size(), prefix ? 4u : 3u);
+  }
 }
 
 TEST_F(GgufTokenizerErrors, AFileWithoutTokenizerMetadataIsRefusedNamingTheKey) {
