@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include "models/gguf/gguf_metadata.h"
+#include "models/gguf/gguf_neox.h"
 #include "models/gguf/gguf_tokenizer.h"
 #include "models/llama/llama_model.h"
 #include "runtime/core/error.h"
@@ -65,12 +67,8 @@ constexpr Architecture kArchitectures[] = {
     {"qwen2", "qwen2", false, true},
 };
 
-int64_t positive(const GgufFile& f, const std::string& key) {
-  const uint64_t v = f.uint(key);
-  if (v == 0 || v > (uint64_t{1} << 40))
-    f.key_error(key, detail::concat("is ", v, "; out of range"));
-  return static_cast<int64_t>(v);
-}
+// The shared rule (models/gguf/gguf_metadata), under this file's short name.
+constexpr auto positive = gguf_positive;
 
 LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std::string& name) {
   const std::string p = std::string(arch.name) + ".";
@@ -117,12 +115,7 @@ LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std:
   if (!(c.rms_norm_eps > 0)) f.key_error(p + "attention.layer_norm_rms_epsilon", "must be > 0");
   c.rope_theta = f.find(p + "rope.freq_base") ? f.number(p + "rope.freq_base") : 10000.0;
   if (!(c.rope_theta > 0)) f.key_error(p + "rope.freq_base", "must be > 0");
-  for (const char* key : {"rope.scaling.type", "rope.scaling.factor"}) {
-    if (f.find(p + key) == nullptr) continue;
-    if (std::string(key) == "rope.scaling.type" && f.string(p + key) == "none") continue;
-    if (std::string(key) == "rope.scaling.factor" && f.number(p + key) == 1.0) continue;
-    f.key_error(p + key, "is given; rope scaling from GGUF metadata is not supported");
-  }
+  gguf_refuse_rope_scaling(f, p);
   if (f.find(p + "attention.sliding_window")) {
     f.key_error(p + "attention.sliding_window",
                 "is given; sliding-window attention is not supported");
@@ -139,18 +132,9 @@ LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std:
         detail::concat("tensor 'token_embd.weight' has ", embd->dims.size(), " dims; 2 expected")));
   }
   c.vocab = static_cast<int64_t>(embd->dims[1]);
-  const auto token_id = [&](const char* key, int32_t fallback) {
-    const std::string k = std::string("tokenizer.ggml.") + key;
-    if (f.find(k) == nullptr) return fallback;
-    const uint64_t id = f.uint(k);
-    if (id >= uint64_t(c.vocab)) {
-      f.key_error(k, detail::concat("is ", id, ", past the vocabulary (", c.vocab, " tokens)"));
-    }
-    return static_cast<int32_t>(id);
-  };
-  c.bos_id = token_id("bos_token_id", 1);
-  c.eos_id = token_id("eos_token_id", 2);
-  c.pad_id = token_id("padding_token_id", c.eos_id);
+  c.bos_id = gguf_token_id(f, "bos", c.vocab, 1);
+  c.eos_id = gguf_token_id(f, "eos", c.vocab, 2);
+  c.pad_id = gguf_token_id(f, "padding", c.vocab, c.eos_id);
   return c;
 }
 
@@ -186,22 +170,33 @@ std::shared_ptr<const GgufCheckpoint> GgufCheckpoint::open(const std::filesystem
   std::shared_ptr<GgufCheckpoint> ckpt(new GgufCheckpoint(GgufFile::open(path)));
   const GgufFile& f = ckpt->file_;
   const std::string arch_name = f.string("general.architecture");
+  const bool neox = arch_name == "gptneox";
   const Architecture* arch = nullptr;
   for (const Architecture& a : kArchitectures) {
     if (arch_name == a.name) arch = &a;
   }
-  if (arch == nullptr) {
+  if (arch == nullptr && !neox) {
     f.key_error("general.architecture",
-                "is '" + arch_name + "'; implemented: llama (Llama, Mistral), qwen2");
+                "is '" + arch_name + "'; implemented: llama (Llama, Mistral), qwen2, gptneox");
   }
-  const auto model = std::make_shared<LlamaModel>(llama_config(f, *arch, path.stem().string()));
+  std::shared_ptr<DecoderModel> model;
+  int64_t heads = 0, kv_heads = 0;
+  if (neox) {
+    auto m = std::make_shared<NeoxModel>(gguf_neox_config(f, path.stem().string()));
+    heads = kv_heads = m->config().heads;
+    model = m;
+  } else {
+    auto m = std::make_shared<LlamaModel>(llama_config(f, *arch, path.stem().string()));
+    heads = m->config().heads;
+    kv_heads = m->config().kv_heads;
+    model = m;
+  }
   ckpt->model_ = model;
-  const int64_t heads = model->config().heads, kv_heads = model->config().kv_heads;
 
   std::set<std::string> used;
   std::vector<PackedFormat> sources;
   for (const WeightSpec& spec : model->weight_specs()) {
-    const std::string name = gguf_tensor_name(spec.name);
+    const std::string name = neox ? gguf_neox_tensor_name(spec.name) : gguf_tensor_name(spec.name);
     const GgufTensorInfo* t = f.find_tensor(name);
     if (t == nullptr) {
       throw InputError(f.where(detail::concat("tensor '", name, "' is missing (the metadata says ",
@@ -214,7 +209,8 @@ std::shared_ptr<const GgufCheckpoint> GgufCheckpoint::open(const std::filesystem
     }
     require_unpackable(f, *t);
     Source s{t, 0};
-    if (arch->permuted_qk) {
+    if (neox && is_gguf_neox_qkv(name)) s.qkv_heads = heads;
+    if (arch != nullptr && arch->permuted_qk) {
       if (name.ends_with(".attn_q.weight") || name.ends_with(".attn_q.bias"))
         s.permuted_heads = heads;
       if (name.ends_with(".attn_k.weight") || name.ends_with(".attn_k.bias"))
@@ -253,6 +249,7 @@ void GgufCheckpoint::read(const WeightSpec& spec, DType dtype, void* dst) const 
   const auto it = sources_.find(spec.name);
   if (it == sources_.end()) throw InternalError("no GGUF tensor for weight spec " + spec.name);
   const Source& s = it->second;
+  if (s.qkv_heads > 0) return read_gguf_neox_qkv(file_, *s.tensor, s.qkv_heads, dtype, dst);
   H2OFLEX_CHECK(dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16,
                 "GGUF weights cannot be stored as ", dtype_name(dtype));
   // Rows in chunks of about 4M values (whole heads where rows are permuted per head), so the
@@ -282,7 +279,12 @@ void GgufCheckpoint::read(const WeightSpec& spec, DType dtype, void* dst) const 
 }
 
 std::shared_ptr<const DecoderModel> GgufCheckpoint::shape_model() const {
-  auto copy = std::make_shared<LlamaModel>(static_cast<const LlamaModel&>(*model_));
+  std::shared_ptr<DecoderModel> copy;
+  if (const auto* neox = dynamic_cast<const NeoxModel*>(model_.get())) {
+    copy = std::make_shared<NeoxModel>(*neox);
+  } else {
+    copy = std::make_shared<LlamaModel>(static_cast<const LlamaModel&>(*model_));
+  }
   copy->set_weight_sources({});
   return copy;
 }
@@ -301,6 +303,10 @@ void GgufCheckpoint::read_packed(const WeightSpec& spec, PackedFormat format, vo
     const auto rows = static_cast<int64_t>(s.tensor->numel() / s.tensor->dims[0]);
     unpermute_rows(static_cast<uint8_t*>(dst), rows, cols, s.permuted_heads);
   }
+  if (s.qkv_heads > 0) {
+    regroup_gguf_neox_qkv(dst, static_cast<int64_t>(s.tensor->numel() / s.tensor->dims[0]),
+                          row->row_bytes(static_cast<int64_t>(s.tensor->dims[0])), s.qkv_heads);
+  }
 }
 
 std::string GgufCheckpoint::format_summary() const {
@@ -318,7 +324,11 @@ std::string GgufCheckpoint::format_summary() const {
 
 std::map<std::string, nlohmann::json> GgufCheckpoint::hf_documents() const {
   std::map<std::string, nlohmann::json> docs;
-  docs["config.json"] = hf_llama_config_json(static_cast<const LlamaModel&>(*model_).config());
+  if (const auto* neox = dynamic_cast<const NeoxModel*>(model_.get())) {
+    docs["config.json"] = hf_neox_config_json(neox->config());
+  } else {
+    docs["config.json"] = hf_llama_config_json(static_cast<const LlamaModel&>(*model_).config());
+  }
   if (file_.find("tokenizer.ggml.model")) {
     docs["tokenizer.json"] = gguf_tokenizer_json(file_);
     docs["tokenizer_config.json"] = gguf_tokenizer_config_json(file_);

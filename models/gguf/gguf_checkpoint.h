@@ -4,9 +4,10 @@
 //
 // Families: `general.architecture` llama (llama.cpp's converter writes Llama and Mistral models
 // so, and permutes the rows of their attn_q / attn_k for its rotary convention; the permutation
-// is undone on read) and qwen2 (not permuted; q/k/v biases) run as models/llama. Any other
-// architecture is refused naming the key. A missing `output.weight` means the LM head is the
-// token embedding (tied). The model says which tensors are held in a packed format the engine
+// is undone on read) and qwen2 (not permuted; q/k/v biases) run as models/llama; gptneox runs
+// as models/gpt_neox (models/gguf/gguf_neox: its fused q/k/v rows are put back in HF's order).
+// Any other architecture is refused naming the key. A missing `output.weight` means the LM head is
+// the token embedding (tied). The model says which tensors are held in a packed format the engine
 // computes on (DecoderModel::weight_source): under `weight_format: stored` they stay so.
 #pragma once
 
@@ -57,6 +58,7 @@ class GgufCheckpoint {
   struct Source {
     const GgufTensorInfo* tensor = nullptr;
     int64_t permuted_heads = 0;  // > 0: rows permuted per head by llama.cpp's converter
+    int64_t qkv_heads = 0;       // > 0: GPT-NeoX attn_qkv rows regrouped by the converter
   };
   explicit GgufCheckpoint(GgufFile file) : file_(std::move(file)) {}
 

@@ -545,6 +545,25 @@ std::vector<int64_t> GgufFile::integers(std::string_view key) const {
   return out;
 }
 
+std::vector<double> GgufFile::numbers(std::string_view key) const {
+  const GgufValue& v = required(*this, key);
+  if (v.type != GgufType::kArray) key_error(key, "must be an array of numbers");
+  std::vector<double> out;
+  for (const GgufValue& item : std::get<std::vector<GgufValue>>(v.value)) {
+    if (const auto* d = std::get_if<double>(&item.value)) {
+      out.push_back(*d);
+    } else if (const auto* u = std::get_if<uint64_t>(&item.value); u && item.is_integer()) {
+      out.push_back(static_cast<double>(*u));
+    } else if (const auto* i = std::get_if<int64_t>(&item.value)) {
+      out.push_back(static_cast<double>(*i));
+    } else {
+      key_error(key, detail::concat("must be an array of numbers (element at byte offset ",
+                                    item.offset, " is a ", gguf_type_name(item.type), ")"));
+    }
+  }
+  return out;
+}
+
 const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   const auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : &tensors_[it->second];

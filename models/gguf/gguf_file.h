@@ -90,6 +90,7 @@ class GgufFile {
   bool boolean(std::string_view key) const;
   std::vector<std::string> strings(std::string_view key) const;  // an array of strings
   std::vector<int64_t> integers(std::string_view key) const;     // an array of integers
+  std::vector<double> numbers(std::string_view key) const;       // an array of numbers
 
   // In file order.
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/chat_template/model_chat_template.h"
+#include "models/gguf/gguf_spm_tokenizer.h"
 #include "models/tokenizer/special_token_config.h"
 #include "models/tokenizer/tokenizer_files.h"
 #include "runtime/core/error.h"
@@ -14,15 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-// llama.cpp's token types (llama_token_type).
-enum TokenType : int64_t {
-  kNormal = 1,
-  kUnknown = 2,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6
-};
+using namespace gguf_token_type;
 
 json byte_level() {
   return {{"type", "ByteLevel"},
@@ -56,11 +49,11 @@ struct TokenList {
 
 TokenList token_list(const GgufFile& file) {
   const std::string model = file.string("tokenizer.ggml.model");
-  if (model != "gpt2") {
+  if (model != "gpt2" && model != "llama") {
     file.key_error("tokenizer.ggml.model",
                    "is '" + model +
-                       "'; only byte-level BPE ('gpt2') is read from GGUF metadata (for a "
-                       "SentencePiece 'llama' tokenizer, give the model's Hugging Face directory)");
+                       "'; the tokenizers read from GGUF metadata are byte-level BPE ('gpt2') and "
+                       "SentencePiece ('llama')");
   }
   TokenList list{file.strings("tokenizer.ggml.tokens"), {}};
   if (file.find("tokenizer.ggml.token_type")) {
@@ -80,6 +73,9 @@ TokenList token_list(const GgufFile& file) {
 
 json gguf_tokenizer_json(const GgufFile& file) {
   const TokenList list = token_list(file);
+  if (file.string("tokenizer.ggml.model") == "llama") {
+    return sentencepiece_tokenizer_json(file, list.tokens, list.types);
+  }
   const std::string pre =
       file.find("tokenizer.ggml.pre") ? file.string("tokenizer.ggml.pre") : "default";
   const std::optional<json> pre_steps = pre_tokenizer(pre);
@@ -160,6 +156,12 @@ json gguf_tokenizer_config_json(const GgufFile& file) {
   for (const char* flag : {"add_bos_token", "add_eos_token"}) {
     const std::string key = std::string("tokenizer.ggml.") + flag;
     if (file.find(key)) config[flag] = file.boolean(key);
+  }
+  // llama.cpp puts a BOS before a SentencePiece vocabulary's text unless the file says not to
+  // (files older than the key say nothing); transformers does the same.
+  if (file.string("tokenizer.ggml.model") == "llama" && !config.contains("add_bos_token") &&
+      config.contains("bos_token")) {
+    config["add_bos_token"] = true;
   }
   if (file.find("tokenizer.chat_template")) {
     config["chat_template"] = file.string("tokenizer.chat_template");

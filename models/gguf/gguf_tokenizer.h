@@ -5,8 +5,9 @@
 //
 // `tokenizer.ggml.model` gpt2 (byte-level BPE) is read: `tokenizer.ggml.tokens` in id order,
 // `tokenizer.ggml.merges`, token types (CONTROL: special added tokens; USER_DEFINED: added
-// tokens), and the pre-tokenizer llama.cpp names by `tokenizer.ggml.pre`. Others are refused
-// naming the key.
+// tokens), and the pre-tokenizer llama.cpp names by `tokenizer.ggml.pre`. `llama`
+// (SentencePiece: tokens, `tokenizer.ggml.scores`, token types, byte fallback) is read by
+// models/gguf/gguf_spm_tokenizer. Others are refused naming the key.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,11 @@
 #include "models/tokenizer/bpe_tokenizer.h"
 
 namespace h2oflex {
+
+// llama.cpp's token types (llama_token_type), the values of `tokenizer.ggml.token_type`.
+namespace gguf_token_type {
+constexpr int64_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6;
+}
 
 // tokenizer.json and tokenizer_config.json (special tokens, add_bos_token, chat_template) as the
 // metadata describes them. InputError naming the key for anything not read.

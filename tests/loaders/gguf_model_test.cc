@@ -16,7 +16,9 @@
 
 #include "engine/generator.h"
 #include "experiments/common/model_source.h"
+#include "models/gguf/gguf_checkpoint.h"
 #include "models/gguf/gguf_file.h"
+#include "models/gpt_neox/neox_model.h"
 #include "models/llama/llama_model.h"
 #include "runtime/core/error.h"
 #include "tests/loaders/gguf_test_support.h"
@@ -74,6 +76,83 @@ TEST(GgufModel, LogitsAndGreedyTokensMatchTransformersOnTheSameFile) {
   }
 }
 
+// GPT-NeoX (gptneox-*.gguf): transformers has no GGUF loader for it, so the oracle is the HF
+// GPTNeoXForCausalLM the file was written from, holding the values the file stores. The fused
+// q/k/v rows come back in HF's order both when unpacked (weight_format: plain) and when the
+// Q8_0 blocks are kept and computed on (weight_format: stored).
+TEST(GgufModel, GptNeoxLogitsAndGreedyTokensMatchTransformersWithTheStoredValues) {
+  std::ifstream in(fixtures() / "expected-neox.json");
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const auto prompt = expected["prompt"].get<std::vector<int32_t>>();
+  const int steps = expected["steps"].get<int>();
+  ASSERT_EQ(expected["models"].size(), 2u);
+  for (const auto& [name, ref] : expected["models"].items()) {
+    const ModelSource src = open_model_source((fixtures() / (name + ".gguf")).string(), {}, 0);
+    const auto* neox = dynamic_cast<const NeoxModel*>(src.model.get());
+    ASSERT_NE(neox, nullptr) << name;
+    EXPECT_EQ(neox->config().parallel_residual, ref["parallel_residual"].get<bool>()) << name;
+    EXPECT_EQ(neox->config().rot_dim(), ref["rot_dim"].get<int64_t>()) << name;
+    for (const bool stored : {false, true}) {
+      const std::string what = name + (stored ? " (stored blocks)" : " (unpacked)");
+      const std::vector<StorageFormat> formats =
+          weight_formats(*src.model, DType::F32,
+                         stored ? WeightFormat{} : WeightFormat{WeightFormat::Mode::Plain}, false);
+      const ModelWeights w = load_model_weights(*src.model, formats, src.producer, src.packed);
+      size_t packed = 0;
+      for (const Tensor& t : w.tensors) packed += t.packed() != PackedFormat::None;
+      EXPECT_EQ(packed > 0, stored && name.find("q8_0") != std::string::npos) << what;
+      GenerationSettings g;
+      g.gen_len = steps;
+      g.stop_at_eos = false;
+      g.compute = ops::ComputeType::F32;
+      g.kv_dtype = DType::F32;
+      std::vector<std::vector<float>> logits;
+      g.on_logits = [&](int, const Tensor& t) {
+        logits.emplace_back(t.data<float>(), t.data<float>() + t.numel());
+      };
+      const auto tokens = generate_in_ram(*src.model, w, {prompt}, g).tokens.at(0);
+      EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int32_t>>()) << what;
+      ASSERT_EQ(logits.size(), size_t(steps)) << what;
+      for (int s = 0; s < steps; ++s) {
+        const auto want = ref["logits"][s].get<std::vector<double>>();
+        ASSERT_EQ(logits[s].size(), want.size()) << what;
+        double worst = 0, largest = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          worst = std::max(worst, std::abs(double(logits[s][i]) - want[i]));
+          largest = std::max(largest, std::abs(want[i]));
+        }
+        EXPECT_LE(worst / largest, 1e-4) << what << " step " << s;
+      }
+    }
+  }
+}
+
+// `convert --from FILE.gguf` writes config.json beside the layout: for GPT-NeoX, one that the
+// Hugging Face reader reads back as the same model; and `dummy: true` keeps the family.
+class GgufNeoxDocuments : public testing::ScratchDirTest {};
+
+TEST_F(GgufNeoxDocuments, ConfigJsonReadsBackAsTheSameModel) {
+  for (const char* name : {"gptneox-q8_0-parallel", "gptneox-f16-sequential"}) {
+    const auto ckpt = GgufCheckpoint::open(fixtures() / (std::string(name) + ".gguf"));
+    const NeoxConfig& want = dynamic_cast<const NeoxModel&>(*ckpt->model()).config();
+    std::ofstream(dir() / "config.json") << ckpt->hf_documents().at("config.json").dump();
+    const NeoxConfig got = read_hf_neox_config(dir() / "config.json", want.name);
+    EXPECT_EQ(got.hidden, want.hidden) << name;
+    EXPECT_EQ(got.heads, want.heads) << name;
+    EXPECT_EQ(got.layers, want.layers) << name;
+    EXPECT_EQ(got.ffn, want.ffn) << name;
+    EXPECT_EQ(got.vocab, want.vocab) << name;
+    EXPECT_EQ(got.max_positions, want.max_positions) << name;
+    EXPECT_EQ(got.rot_dim(), want.rot_dim()) << name;
+    EXPECT_EQ(got.rope_theta, want.rope_theta) << name;
+    EXPECT_EQ(got.parallel_residual, want.parallel_residual) << name;
+    EXPECT_EQ(got.attention_bias, want.attention_bias) << name;
+    EXPECT_EQ(got.layer_norm_eps, want.layer_norm_eps) << name;
+    EXPECT_EQ(got.eos_id, want.eos_id) << name;
+    EXPECT_NE(dynamic_cast<const NeoxModel*>(ckpt->shape_model().get()), nullptr) << name;
+  }
+}
+
 class GgufModelErrors : public testing::ScratchDirTest {
  protected:
   // The fixture `name` with `bytes` written over its bytes at `offset`, as a new file.
@@ -109,7 +188,27 @@ TEST_F(GgufModelErrors, AnArchitectureOutsideTheLlamaFamilyIsRefusedNamingTheKey
       error_of(file),
       detail::concat(quoted(file), ": metadata key 'general.architecture' (at byte offset ", at,
                      ", a string) is 'bloom'; implemented: llama (Llama, Mistral), "
-                     "qwen2"));
+                     "qwen2, gptneox"));
+}
+
+TEST_F(GgufModelErrors, AGptNeoxFileTheFamilyCannotRunIsRefusedNamingTheKeyOrTensor) {
+  const std::string name = "gptneox-q8_0-parallel.gguf";
+  const uint32_t three = 3;  // rotated dimensions per head: odd
+  const uint64_t at = value_offset(name, "gptneox.rope.dimension_count");
+  const fs::path odd =
+      patched(name, at, std::string(reinterpret_cast<const char*>(&three), sizeof three));
+  EXPECT_EQ(error_of(odd),
+            detail::concat(quoted(odd),
+                           ": metadata key 'gptneox.rope.dimension_count' (at byte "
+                           "offset ",
+                           at, ", a u32) is 3; it must be even and at most the head dim 16"));
+  // No LM head of its own: the family has no tied head.
+  const uint64_t info = GgufFile::open(fixtures() / name).find_tensor("output.weight")->info_offset;
+  const fs::path tied = patched(name, info + 8, "outpux.weight");
+  EXPECT_EQ(error_of(tied),
+            detail::concat(quoted(tied),
+                           ": tensor 'output.weight' (the LM head) is missing: a GPT-NeoX model "
+                           "with its head tied to the token embedding is not supported"));
 }
 
 TEST_F(GgufModelErrors, DimsThatDoNotMatchTheMetadataAreRefusedNamingTheTensor) {

@@ -2,7 +2,8 @@
 // numbers, emoji, control characters, long runs of spaces and newlines) through
 // `h2oflex tokenize`, for every tokenizer kind: ids, dropped bytes and decoded text as Hugging
 // Face `tokenizers` gives them (tests/fixtures/tokenizer-corpus/, written by
-// tools/compare_tokenizer_corpus.py, which also runs the whole corpus). SmolLM2's tokenizer is
+// tools/compare_tokenizer_corpus.py, which also runs the whole corpus; llama2-gguf.jsonl by
+// tools/gen_gguf_fixtures.py, from transformers' tokenizer of a GGUF file). SmolLM2's tokenizer is
 // too large to commit: it is read from the model directory tools/fetch_smollm2.sh makes.
 #include <gtest/gtest.h>
 
@@ -36,7 +37,8 @@ std::string smollm2_dir() {
 struct Kind {
   const char* name;     // the slice file's name
   const char* fixture;  // the tokenizer's fixture directory; nullptr: SmolLM2's model directory
-  bool gguf = false;    // SmolLM2's GGUF file instead (its tokenizer from the metadata)
+  bool gguf = false;    // a GGUF file instead (its tokenizer from the metadata): `fixture` under
+                        // tests/fixtures, or SmolLM2's when nullptr
 };
 
 void PrintTo(const Kind& kind, std::ostream* os) {
@@ -48,9 +50,9 @@ class CorpusSlice : public testing_support::ScratchDirTest,
 
 TEST_P(CorpusSlice, IdsDroppedBytesAndDecodeMatchTheReference) {
   const Kind kind = GetParam();
-  const std::string model = kind.gguf      ? std::string(H2OFLEX_SMOLLM2_GGUF)
-                            : kind.fixture ? (kSource / "tests/fixtures" / kind.fixture).string()
-                                           : smollm2_dir();
+  const std::string model = kind.fixture ? (kSource / "tests/fixtures" / kind.fixture).string()
+                            : kind.gguf  ? std::string(H2OFLEX_SMOLLM2_GGUF)
+                                         : smollm2_dir();
   ASSERT_TRUE(fs::exists(kind.gguf ? fs::path(model) : fs::path(model) / "tokenizer.json"))
       << model << " has no tokenizer.json: run tools/fetch_smollm2.sh (it makes the SmolLM2 "
       << "model directory)";
@@ -97,9 +99,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Kind{"llama2-metaspace", "tokenizer-llama2-metaspace"},
                       Kind{"llama3", "tokenizer-llama3"}, Kind{"neox", "tokenizer-neox"},
                       Kind{"qwen2", "tokenizer-qwen2"}, Kind{"smollm2-small", "tokenizer-smollm2"},
-                      Kind{"smollm2", nullptr}, Kind{"smollm2", nullptr, true}),
+                      Kind{"smollm2", nullptr}, Kind{"smollm2", nullptr, true},
+                      // tokenizer-llama2's SentencePiece vocabulary as GGUF metadata (tokens,
+                      // scores, types), against transformers loading the same file
+                      Kind{"llama2-gguf", "gguf/llama2-spm.gguf", true}),
     [](const auto& info) {
-      std::string name = std::string(info.param.name) + (info.param.gguf ? "-gguf" : "");
+      std::string name = info.param.name;
+      if (info.param.gguf && !name.ends_with("-gguf")) name += "-gguf";
       for (char& c : name) c = c == '-' ? '_' : c;
       return name;
     });
