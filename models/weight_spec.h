@@ -51,7 +51,8 @@ inline StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, b
 //   packed (q8_0, ...)  that format, packed at load (InputError for a format that cannot be
 //                       packed here, naming weight_format);
 //   stored              the checkpoint's own format when it holds one, else as `compress` says;
-//   plain               as `compress` says (q4_g64 or plain), whatever the checkpoint holds.
+//   plain               as `compress` says (q4_g64 or plain), whatever the checkpoint holds;
+//   f32 / f16 / bf16    as plain; `matrix_dtype` must be that dtype (the run computes in it).
 StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const WeightFormat& format,
                             bool compress, PackedFormat source);
 

@@ -271,6 +271,47 @@ TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
   EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding + vectors));
 }
 
+// weight_format: bf16 stores every matrix in bf16 (the GGUF's blocks unpacked to it) and so the
+// run computes in bf16: a decode step with the weights on disk moves 2 bytes per matrix value (the
+// layers' Q4_1 blocks hold 32 values in 20 bytes; the tied embedding table is read by the first
+// and the last unit) and 4 per vector value. compute_dtype: f32 with it is refused naming both.
+TEST_F(ModelWeights, WeightFormatBf16StoresAndMovesHalfPrecision) {
+  const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
+  const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
+  uint64_t q4_1 = 0, embedding_values = 0, vector_values = 0;
+  for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
+    if (t.format->name == std::string_view("Q4_1")) {
+      q4_1 += t.nbytes;
+    } else if (t.name == "token_embd.weight") {
+      embedding_values = t.numel();
+    } else {
+      vector_values += t.numel();
+    }
+  }
+  fs::create_directories(dir() / "disk");
+  const std::string config = "model: " + gguf +
+                             "\ngen_len: 3\nprompt_ids: [[504, 3575, 282]]\nhardware:\n"
+                             "  disk_path: " +
+                             (dir() / "disk").string() +
+                             "\npolicy:\n  weights: {gpu: 0, cpu: 0}\n  weight_format: bf16\n";
+  const Outcome bf16 = run_config(config);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  const nlohmann::json r = result();
+  EXPECT_EQ(r["compute_dtype"], "bf16");
+  uint64_t moved = 0;
+  for (const auto& m : r["bytes_moved"]) {
+    if (m["phase"] == "decode" && m["kind"] == "weight") moved += m["bytes"].get<uint64_t>();
+  }
+  const uint64_t steps = 2;
+  EXPECT_EQ(moved, steps * (q4_1 / 20 * 32 * 2 + 2 * embedding_values * 2 + vector_values * 4));
+
+  const Outcome contradiction = run_config(config + "compute_dtype: f32\n");
+  EXPECT_EQ(contradiction.exit_code, 2) << contradiction.output;
+  EXPECT_TRUE(
+      contains(contradiction.output, "policy.weight_format: 'bf16' contradicts compute_dtype: f32"))
+      << contradiction.output;
+}
+
 // weight_format is checked where it is read: unknown names, a K format (which only a GGUF file
 // provides) asked for a float checkpoint, and a contradiction with compress_weight.
 TEST_F(ModelWeights, WeightFormatErrorsNameTheKey) {
@@ -278,9 +319,10 @@ TEST_F(ModelWeights, WeightFormatErrorsNameTheKey) {
                            "\ngen_len: 2\nprompt_len: 4\ncompute_dtype: f32\npolicy:\n";
   const Outcome unknown = run_config(base + "  weight_format: q5_k\n");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
-  EXPECT_TRUE(contains(unknown.output,
-                       "policy.weight_format: 'q5_k' is not a weight format (stored, plain, "
-                       "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
+  EXPECT_TRUE(contains(
+      unknown.output,
+      "policy.weight_format: 'q5_k' is not a weight format (stored, plain, f32, f16, bf16, "
+      "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
       << unknown.output;
   const Outcome k = run_config(base + "  weight_format: q4_k\n");
   EXPECT_EQ(k.exit_code, 2) << k.output;
