@@ -42,6 +42,13 @@ struct Policy {
   // The operand type weight_format / cache_format fix (f32, f16, bf16), nullopt when neither
   // names one (parse_policy refuses two that differ).
   std::optional<DType> named_operand_dtype() const;
+  // The format the layers' matrices are packed to by this policy: q4_g64 under compress_weight,
+  // a packed weight_format's row, else None (plain, or a checkpoint's own blocks: `stored`).
+  PackedFormat weight_packing() const {
+    if (compress_weight) return PackedFormat::Q4G64;
+    return weight_format.mode == WeightFormat::Mode::Packed ? weight_format.packed
+                                                            : PackedFormat::None;
+  }
   // Pipeline stages (`mpirun -np S`, runtime/dist): `stages` must equal the job's processes
   // when given (0: as many as there are); each stage takes its block in `micro_blocks` parts of
   // num_gpu_batches / micro_blocks GPU batches, so that up to that many are in flight in
