@@ -69,7 +69,10 @@ StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const We
     case WeightFormat::Mode::Stored:
       break;
   }
-  if (source != PackedFormat::None) return packed_as(source);
+  if (source != PackedFormat::None) {
+    return keeps_own_blocks(spec) && row_fits(source, row) ? StorageFormat{plain.dtype, source}
+                                                           : plain;
+  }
   return compress ? packed_as(PackedFormat::Q4G64) : plain;
 }
 

@@ -221,19 +221,22 @@ TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
 namespace {
 
 // SmolLM2's GGUF with every weight on disk under weight_format: stored (the default): the offload
-// layout holds the layers' Q4_1 blocks as the file stores them, a decode step moves exactly the
-// stored bytes (the file's block bytes for the 210 matrices; the tied embedding table, unpacked
-// to f32 for its row lookups, read by the first and the last unit), and the tokens are the
-// in-memory run's. `weight_format: plain` moves the f32 matrices: 6.4 x the Q4_1 bytes.
+// layout holds the layers' Q4_1 blocks and the token table's Q8_0 blocks as the file stores
+// them, a decode step moves exactly the stored bytes (the file's block bytes for the 210
+// matrices and for the tied embedding table, read by the first unit's row lookups and the last
+// unit's head), and the tokens are the in-memory run's. `weight_format: plain` moves f32: 6.4 x
+// the Q4_1 bytes, and 4 bytes a value for the table.
 TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
   const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
   const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
-  uint64_t q4_1 = 0, embedding = 0, vectors = 0;
+  uint64_t q4_1 = 0, embedding = 0, embedding_f32 = 0, vectors = 0;
   for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
     if (t.format->name == std::string_view("Q4_1")) {
       q4_1 += t.nbytes;
     } else if (t.name == "token_embd.weight") {
-      embedding = t.numel() * 4;
+      ASSERT_EQ(t.format->name, std::string_view("Q8_0"));
+      embedding = t.nbytes;
+      embedding_f32 = t.numel() * 4;
     } else {
       vectors += t.numel() * 4;
     }
@@ -268,7 +271,7 @@ TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(result()["tokens"], tokens);
   // f32 matrices are 32 x 4 bytes per 20-byte Q4_1 block of 32 values.
-  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding + vectors));
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding_f32 + vectors));
 }
 
 // weight_format: bf16 stores every matrix in bf16 (the GGUF's blocks unpacked to it) and so the
