@@ -16,13 +16,31 @@ WeightFormat weight_format_on_device(const WeightFormat& format, bool cuda) {
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype,
                                        const WeightFormat& format) {
   policy::ModelFootprint f;
-  const std::vector<StorageFormat> plain = weight_formats(model, matrix_dtype, format, false);
-  const std::vector<StorageFormat> compressed = weight_formats(model, matrix_dtype, format, true);
   const auto& specs = model.weight_specs();
+  const auto sizes = [&](const std::vector<StorageFormat>& formats, bool packed_only) {
+    std::vector<uint64_t> out;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const bool packed = compressible(specs[i]) && formats[i].is_packed();
+      out.push_back(!packed_only || packed ? tensor_bytes(formats[i], specs[i].shape) : 0);
+    }
+    return out;
+  };
+  f.tensor_bytes = sizes(weight_formats(model, matrix_dtype, format, false), false);
+  // compress_weight's q4_g64 (under `stored`, a checkpoint's own blocks stay as they are).
+  f.packed_bytes.push_back(
+      {PackedFormat::Q4G64, sizes(weight_formats(model, matrix_dtype, format, true), true)});
+  // The other formats weights can be packed to, unless the checkpoint's own blocks are kept:
+  // those are not repacked (a K format cannot be, and repacking adds a second rounding).
+  bool own_blocks = false;
   for (size_t i = 0; i < specs.size(); ++i) {
-    f.tensor_bytes.push_back(tensor_bytes(plain[i], specs[i].shape));
-    f.compressed_bytes.push_back(
-        compressible(specs[i]) ? tensor_bytes(compressed[i], specs[i].shape) : 0);
+    own_blocks |= model.weight_source(i) != PackedFormat::None;
+  }
+  const bool repack = !(own_blocks && format.mode == WeightFormat::Mode::Stored);
+  for (const PackedFormatRow& row : packed_format_rows()) {
+    if (!repack || !row.packable || row.id == PackedFormat::Q4G64) continue;
+    f.packed_bytes.push_back(
+        {row.id,
+         sizes(weight_formats(model, matrix_dtype, WeightFormat::packed_as(row.id), false), true)});
   }
   f.unit_tensors = model.unit_tensors();
   const KvGeometry g = model.kv_geometry();

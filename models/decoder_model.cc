@@ -53,6 +53,12 @@ StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const We
   switch (format.mode) {
     case WeightFormat::Mode::Plain:
       return compress ? packed_as(PackedFormat::Q4G64) : plain;
+    case WeightFormat::Mode::Dtype:
+      // The matrices are stored in the compute's operand type; the run resolved its compute type
+      // from this format (policy::check_compute_dtype), so the two agree here.
+      H2OFLEX_CHECK(matrix_dtype == format.dtype, "weight_format ", format.name(),
+                    " with matrices in ", dtype_name(matrix_dtype));
+      return compress ? packed_as(PackedFormat::Q4G64) : plain;
     case WeightFormat::Mode::Packed:
       H2OFLEX_INPUT_CHECK(packed_format_row(format.packed).packable,
                           "policy.weight_format: ", packed_format_row(format.packed).name,
@@ -63,7 +69,10 @@ StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const We
     case WeightFormat::Mode::Stored:
       break;
   }
-  if (source != PackedFormat::None) return packed_as(source);
+  if (source != PackedFormat::None) {
+    return keeps_own_blocks(spec) && row_fits(source, row) ? StorageFormat{plain.dtype, source}
+                                                           : plain;
+  }
   return compress ? packed_as(PackedFormat::Q4G64) : plain;
 }
 

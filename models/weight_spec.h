@@ -38,6 +38,13 @@ inline bool compressible(const WeightSpec& spec) {
   return spec.role == WeightRole::Matrix && spec.layer >= 0 && spec.shape.size() == 2;
 }
 
+// Under weight_format: stored, a checkpoint's packed matrices stay in their blocks wherever they
+// are: the layers' and an untied head's (ops::linear computes on blocks), and the token table
+// (ops::embed_tokens unpacks only the rows it gathers; when tied it is the head, a linear too).
+inline bool keeps_own_blocks(const WeightSpec& spec) {
+  return spec.role == WeightRole::Matrix && spec.shape.size() == 2;
+}
+
 // How a tensor is stored: plain in stored_dtype, or compressed to 4 bits when `compress` and the
 // tensor is compressible (dequantized to the matrix dtype).
 inline StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, bool compress) {
@@ -50,8 +57,10 @@ inline StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, b
 // their rows:
 //   packed (q8_0, ...)  that format, packed at load (InputError for a format that cannot be
 //                       packed here, naming weight_format);
-//   stored              the checkpoint's own format when it holds one, else as `compress` says;
-//   plain               as `compress` says (q4_g64 or plain), whatever the checkpoint holds.
+//   stored              the checkpoint's own format when it holds one (keeps_own_blocks: the
+//                       token table and head too), else as `compress` says;
+//   plain               as `compress` says (q4_g64 or plain), whatever the checkpoint holds;
+//   f32 / f16 / bf16    as plain; `matrix_dtype` must be that dtype (the run computes in it).
 StorageFormat stored_format(const WeightSpec& spec, DType matrix_dtype, const WeightFormat& format,
                             bool compress, PackedFormat source);
 

@@ -18,32 +18,32 @@ double ModelShape::total_weight_bytes() const {
 
 namespace {
 
-// Plain and compressed bytes of layer 0's compressible tensors (its unit is 1: the embedding
+// Plain and packed bytes of layer 0's tensors packed in `packing` (its unit is 1: the embedding
 // unit comes first, models/decoder_model.h), from the footprint's per-tensor sizes.
-std::pair<double, double> layer_compressible_bytes(const ModelShape& m) {
+std::pair<double, double> layer_packed_bytes(const ModelShape& m, PackedFormat packing) {
   const ModelFootprint& f = m.footprint;
-  if (f.compressed_bytes.empty()) return {0, 0};
-  H2OFLEX_CHECK(f.unit_tensors.size() >= 2 && f.compressed_bytes.size() == f.tensor_bytes.size(),
-                "model '", m.name, "': footprint without a layer unit's compressed sizes");
+  const std::vector<uint64_t>* sizes = f.packed(packing);
+  if (packing == PackedFormat::None || sizes == nullptr) return {0, 0};
+  H2OFLEX_CHECK(f.unit_tensors.size() >= 2 && sizes->size() == f.tensor_bytes.size(), "model '",
+                m.name, "': footprint without a layer unit's packed sizes");
   double plain = 0, packed = 0;
   for (size_t i : f.unit_tensors[1]) {
-    if (f.compressed_bytes[i] == 0) continue;  // stays plain
+    if ((*sizes)[i] == 0) continue;  // stays plain
     plain += static_cast<double>(f.tensor_bytes[i]);
-    packed += static_cast<double>(f.compressed_bytes[i]);
+    packed += static_cast<double>((*sizes)[i]);
   }
   return {plain, packed};
 }
 
 }  // namespace
 
-double ModelShape::layer_stored_weight_bytes(bool compress_weight) const {
-  if (!compress_weight) return layer_weight_bytes();
-  const auto [plain, packed] = layer_compressible_bytes(*this);
+double ModelShape::layer_stored_weight_bytes(PackedFormat packing) const {
+  const auto [plain, packed] = layer_packed_bytes(*this, packing);
   return layer_weight_bytes() - plain + packed;
 }
 
-double ModelShape::layer_decoded_weight_bytes(bool compress_weight) const {
-  return compress_weight ? layer_compressible_bytes(*this).first : 0;
+double ModelShape::layer_decoded_weight_bytes(PackedFormat packing) const {
+  return layer_packed_bytes(*this, packing).first;
 }
 
 double ModelShape::kv_token_bytes(PackedFormat kv_packing) const {
@@ -98,9 +98,9 @@ Derived derive(const ModelShape& m, const Policy& p, const Workload& w) {
   d.wg = p.w_gpu / 100, d.wc = p.w_cpu / 100, d.wn = std::max(0.0, 1 - d.wg - d.wc);
   d.cg = p.cache_gpu / 100, d.cc = p.cache_cpu / 100, d.cn = std::max(0.0, 1 - d.cg - d.cc);
   d.hg = p.act_gpu / 100, d.hc = p.act_cpu / 100, d.hn = std::max(0.0, 1 - d.hg - d.hc);
-  d.wl = m.layer_stored_weight_bytes(p.compress_weight);
+  d.wl = m.layer_stored_weight_bytes(p.weight_packing());
   d.wl_plain = m.layer_weight_bytes();
-  d.wl_dec = m.layer_decoded_weight_bytes(p.compress_weight);
+  d.wl_dec = m.layer_decoded_weight_bytes(p.weight_packing());
   d.emb = m.embedding_params() * m.weight_bytes;  // embeddings and LM head stay plain
   d.kv_tok = m.kv_token_bytes(p.kv_packing());
   d.kv_dec = p.kv_packing() != PackedFormat::None ? m.kv_token_bytes(PackedFormat::None) : 0;
@@ -177,7 +177,10 @@ LayerCompute layer_compute(const Derived& d, const ModelShape& m, const Hardware
   // the cache a decode step reads is dequantized where its attention runs — on the device (FlexGen
   // copies the compressed cache there and decompresses it), or, with cpu_cache_compute, on the host
   // (FlexGen's CPU attention decompresses the host-resident cache into its fp32 workspace). Rates
-  // are bytes of plain-size output per second.
+  // are bytes of plain-size output per second. GGUF's q8_0 / q4_0 / q4_1 (weight_format,
+  // cache_format) are priced at the same rate: no profile measures them apart, and their CPU
+  // kernels do the same work per output value as q4_g64's (a code and its block's scale, plus a
+  // minimum for q4_1, to one f32 operand), so the cost of a format is its bytes and this rate.
   const double rg = hw.dequant_rate_device(), rc = hw.dequant_rate_host();
   const double weight_dec = d.ngb * d.wl_dec;
   // ---- prefill ----

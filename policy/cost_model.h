@@ -10,9 +10,10 @@
 //    overlap with compute), disk I/O still overlaps except a disk-resident KV cache's in
 //    decode, and its small scattered write-backs cost per request;
 //  - the device-memory bound of small-batch decode GEMMs and the LM head (see cost_model.cc);
-//  - FlexGen's 4-bit compression (compress_weight, compress_cache): compressed bytes are what
-//    is stored and moved, and (de)quantizing costs compute time at the profile's rates
-//    (HardwareProfile::dequant_rate_device / dequant_rate_host; see cost_model.cc).
+//  - packed formats (FlexGen's 4-bit compress_weight / compress_cache, and weight_format /
+//    cache_format q8_0 ...): packed bytes are what is stored and moved, and (de)quantizing
+//    costs compute time at the profile's rates (HardwareProfile::dequant_rate_device /
+//    dequant_rate_host; see cost_model.cc).
 // Throughputs follow FlexGen's definitions: prefill = bls*s / T_prefill, decode =
 // bls*(n-1) / T_decode, total ("generation throughput") = bls*n / (T_prefill + T_decode).
 #pragma once
@@ -49,13 +50,14 @@ struct ModelShape {
 
   double layer_params() const { return layer_param_count; }
   double layer_weight_bytes() const { return layer_params() * weight_bytes; }
-  // One layer's weight bytes as stored and moved: under compress_weight its compressible
-  // matrices (models/weight_spec.h) at their compressed size, the footprint's compressed_bytes
-  // (runtime/core/storage_format.h), and the rest as layer_weight_bytes counts it.
-  double layer_stored_weight_bytes(bool compress_weight) const;
-  // Bytes one layer's dequantization produces under compress_weight (its compressed matrices
-  // at their plain size); 0 without.
-  double layer_decoded_weight_bytes(bool compress_weight) const;
+  // One layer's weight bytes as stored and moved with its matrices packed in `packing`
+  // (Policy::weight_packing): its compressible matrices (models/weight_spec.h) at their packed
+  // size, the footprint's packed_bytes (the format row's row_bytes,
+  // runtime/core/storage_format.h), and the rest as layer_weight_bytes counts it.
+  double layer_stored_weight_bytes(PackedFormat packing) const;
+  // Bytes one layer's unpacking produces with its matrices in `packing` (its packed matrices at
+  // their plain size); 0 for None.
+  double layer_decoded_weight_bytes(PackedFormat packing) const;
   // The KV cache's value type (kv_bytes wide).
   DType kv_dtype() const { return kv_bytes >= 4 ? DType::F32 : DType::BF16; }
   // One token's K and V in one layer as stored: a row of head_dim values per KV head for each

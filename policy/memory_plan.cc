@@ -58,15 +58,20 @@ WeightPlacement place_weights(const ModelFootprint& m, const Policy& p, bool sep
   staging_rule.separate_device = separate;
   // Home tiers by FlexGen's cumulative rule over the tensors (as stored) in execution order.
   const size_t n = m.tensor_bytes.size();
-  H2OFLEX_CHECK(m.compressed_bytes.empty() || m.compressed_bytes.size() == n,
-                "footprint: ", m.compressed_bytes.size(), " compressed sizes for ", n, " tensors");
   w.plain = m.tensor_bytes;
   w.bytes = m.tensor_bytes;
   w.compressed.assign(n, false);
-  for (size_t i = 0; p.compress_weight && i < m.compressed_bytes.size(); ++i) {
-    if (m.compressed_bytes[i] == 0) continue;
+  const PackedFormat packing = p.weight_packing();
+  const std::vector<uint64_t>* packed = m.packed(packing);
+  H2OFLEX_CHECK(
+      packing == PackedFormat::None || packed != nullptr || packing == PackedFormat::Q4G64,
+      "footprint: no sizes for weights packed as ", packed_format_row(packing).name);
+  H2OFLEX_CHECK(packed == nullptr || packed->size() == n,
+                "footprint: ", packed ? packed->size() : 0, " packed sizes for ", n, " tensors");
+  for (size_t i = 0; packed != nullptr && i < n; ++i) {
+    if ((*packed)[i] == 0) continue;
     w.compressed[i] = true;
-    w.bytes[i] = m.compressed_bytes[i];
+    w.bytes[i] = (*packed)[i];
   }
   w.home = assign_home_tiers(w.bytes, TierShares{p.w_gpu, p.w_cpu, p.w_disk()});
   for (size_t i = 0; i < w.bytes.size(); ++i) {
@@ -98,7 +103,10 @@ uint64_t footprint_fingerprint(const ModelFootprint& m) {
   };
   for (uint64_t b : m.tensor_bytes) mix(b);
   mix(~uint64_t{1});
-  for (uint64_t b : m.compressed_bytes) mix(b);
+  for (const ModelFootprint::PackedSizes& s : m.packed_bytes) {
+    mix(static_cast<uint64_t>(s.format));
+    for (uint64_t b : s.bytes) mix(b);
+  }
   for (const auto& unit : m.unit_tensors) {
     mix(~uint64_t{0});
     for (size_t i : unit) mix(i);
@@ -113,7 +121,8 @@ std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m,
   struct Kept {
     uint64_t fingerprint;
     double w_gpu, w_cpu;
-    bool separate, compress;
+    bool separate;
+    PackedFormat packing;
     std::shared_ptr<const WeightPlacement> placement;
   };
   static std::mutex mu;
@@ -123,12 +132,12 @@ std::shared_ptr<const WeightPlacement> weight_placement(const ModelFootprint& m,
   std::lock_guard lock(mu);
   for (const Kept& k : kept) {
     if (k.fingerprint == fp && k.w_gpu == p.w_gpu && k.w_cpu == p.w_cpu && k.separate == separate &&
-        k.compress == p.compress_weight) {
+        k.packing == p.weight_packing()) {
       return k.placement;
     }
   }
   auto placement = std::make_shared<const WeightPlacement>(place_weights(m, p, separate));
-  kept.push_front({fp, p.w_gpu, p.w_cpu, separate, p.compress_weight, placement});
+  kept.push_front({fp, p.w_gpu, p.w_cpu, separate, p.weight_packing(), placement});
   if (kept.size() > kKept) kept.pop_back();
   return placement;
 }
@@ -246,6 +255,13 @@ void plan_gpu_runtime(MemoryPlan& plan, const ModelFootprint& m, const Policy& p
 }
 
 }  // namespace
+
+const std::vector<uint64_t>* ModelFootprint::packed(PackedFormat f) const {
+  for (const PackedSizes& s : packed_bytes) {
+    if (s.format == f) return &s.bytes;
+  }
+  return nullptr;
+}
 
 void seal_footprint(ModelFootprint& f) {
   f.fingerprint = footprint_fingerprint(f);

@@ -19,9 +19,18 @@ namespace h2oflex::policy {
 // What the plan needs to know about a model: family-neutral sizes.
 struct ModelFootprint {
   std::vector<uint64_t> tensor_bytes;  // every weight tensor, execution order
-  // Each tensor's bytes under compress_weight (runtime/core/storage_format.h), 0 for a tensor
-  // that stays plain (models/weight_spec.h, compressible). Empty: nothing is compressible.
-  std::vector<uint64_t> compressed_bytes;
+  // Each tensor's bytes with the layers' matrices packed in a format
+  // (runtime/core/storage_format.h: its row's row_bytes), 0 for a tensor that stays plain
+  // (models/weight_spec.h, compressible): one entry per format the weights may be packed to (q4_g64
+  // is compress_weight's). A format absent is not offered (a checkpoint stored in its own blocks is
+  // not repacked).
+  struct PackedSizes {
+    PackedFormat format;
+    std::vector<uint64_t> bytes;
+  };
+  std::vector<PackedSizes> packed_bytes;
+  // The sizes under format f, nullptr when not offered.
+  const std::vector<uint64_t>* packed(PackedFormat f) const;
   std::vector<std::vector<size_t>> unit_tensors;  // per unit (embedding, layers, head)
   int64_t layers = 0, hidden = 0, vocab = 0;
   int64_t query_heads = 0, kv_heads = 0, head_dim = 0;
@@ -51,8 +60,8 @@ uint64_t plan_round(uint64_t bytes);
 // the kind of device (the planner reuses it across batch shapes).
 struct WeightPlacement {
   std::vector<TierKind> home;   // per tensor
-  std::vector<uint64_t> bytes;  // per tensor, as stored (compressed under compress_weight)
-  // Per tensor: stored compressed (compress_weight). The GEMM dequantizes such a weight piece by
+  std::vector<uint64_t> bytes;  // per tensor, as stored (packed under Policy::weight_packing)
+  // Per tensor: stored packed (Policy::weight_packing). The GEMM dequantizes such a weight piece by
   // piece where it runs (ops::linear), in its bounded operand scratch.
   std::vector<bool> compressed;
   std::vector<uint64_t> plain;  // per tensor, its plain bytes

@@ -66,6 +66,8 @@ std::string Policy::summary() const {
   if (compress_cache) os << " compress_cache";
   if (cache_format != PackedFormat::None) {
     os << " cache_format " << packed_format_row(cache_format).name;
+  } else if (cache_dtype) {
+    os << " cache_format " << dtype_name(*cache_dtype);
   }
   if (stages > 0) os << " stages " << stages;
   if (micro_blocks > 0) os << " micro_blocks " << micro_blocks;
@@ -128,10 +130,12 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
     const std::string k = key_path(path, "weight_format");
     p.weight_format = parse_weight_format(read_string(node["weight_format"], k), k);
     const bool q4 = p.weight_format == WeightFormat::packed_as(PackedFormat::Q4G64);
-    // compress_weight: true is q4_g64 written another way; the two keys must agree.
-    H2OFLEX_INPUT_CHECK(!node["compress_weight"] || p.compress_weight == q4 ||
-                            p.weight_format.mode != WeightFormat::Mode::Packed,
-                        k, ": '", p.weight_format.name(), "' contradicts ",
+    // compress_weight: true is q4_g64 written another way; the two keys must agree (stored and
+    // plain leave the packing to compress_weight).
+    const bool leaves_packing = p.weight_format.mode == WeightFormat::Mode::Stored ||
+                                p.weight_format.mode == WeightFormat::Mode::Plain;
+    H2OFLEX_INPUT_CHECK(!node["compress_weight"] || p.compress_weight == q4 || leaves_packing, k,
+                        ": '", p.weight_format.name(), "' contradicts ",
                         key_path(path, "compress_weight"), ": ",
                         p.compress_weight ? "true" : "false", " (compress_weight: true is q4_g64)");
     if (q4) p.compress_weight = true;
@@ -140,10 +144,12 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
     const std::string k = key_path(path, "cache_format");
     const std::string v = read_string(node["cache_format"], k);
     const PackedFormatRow* row = packed_format_by_name(v);
+    p.cache_dtype = plain_format_by_name(v);
     const auto kv_rows = [](const PackedFormatRow& r) { return r.kv_cache; };
-    H2OFLEX_INPUT_CHECK(v == "plain" || (row != nullptr && row->kv_cache), k, ": '", v,
-                        "' is not a KV cache format (plain, ", packed_format_list(kv_rows), ")");
-    p.cache_format = v == "plain" ? PackedFormat::None : row->id;
+    H2OFLEX_INPUT_CHECK(v == "plain" || p.cache_dtype || (row != nullptr && row->kv_cache), k,
+                        ": '", v, "' is not a KV cache format (plain, ", kPlainFormatNames, ", ",
+                        packed_format_list(kv_rows), ")");
+    p.cache_format = row != nullptr ? row->id : PackedFormat::None;
     const bool q4 = p.cache_format == PackedFormat::Q4G64;
     H2OFLEX_INPUT_CHECK(!node["compress_cache"] || p.compress_cache == q4, k, ": '", v,
                         "' contradicts ", key_path(path, "compress_cache"), ": ",
@@ -153,6 +159,13 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
       p.cache_format = PackedFormat::None;
     }
   }
+  if (p.weight_format.mode == WeightFormat::Mode::Dtype && p.cache_dtype) {
+    // Both are stored in the compute's operand type: two different ones name no run.
+    H2OFLEX_INPUT_CHECK(p.weight_format.dtype == *p.cache_dtype, key_path(path, "cache_format"),
+                        ": '", dtype_name(*p.cache_dtype), "' contradicts ",
+                        key_path(path, "weight_format"), ": ", p.weight_format.name(),
+                        " (weights and KV rows are stored in the compute's type)");
+  }
   validate_policy(p, path);
   return p;
 }
@@ -160,10 +173,29 @@ Policy parse_policy(const YAML::Node& node, const std::string& path) {
 WeightFormat parse_weight_format(const std::string& value, const std::string& key) {
   if (value == "stored") return {};
   if (value == "plain") return {WeightFormat::Mode::Plain, PackedFormat::None};
+  if (const std::optional<DType> t = plain_format_by_name(value)) return WeightFormat::plain_as(*t);
   const PackedFormatRow* row = packed_format_by_name(value);
   H2OFLEX_INPUT_CHECK(row != nullptr, key, ": '", value,
-                      "' is not a weight format (stored, plain, ", packed_format_list(), ")");
+                      "' is not a weight format (stored, plain, ", kPlainFormatNames, ", ",
+                      packed_format_list(), ")");
   return WeightFormat::packed_as(row->id);
+}
+
+std::optional<DType> Policy::named_operand_dtype() const {
+  if (weight_format.mode == WeightFormat::Mode::Dtype) return weight_format.dtype;
+  return cache_dtype;
+}
+
+void check_compute_dtype(const Policy& p, std::optional<DType> compute_operand,
+                         const std::string& compute_key, const std::string& path) {
+  const std::optional<DType> named = p.named_operand_dtype();
+  if (!named || !compute_operand || *named == *compute_operand) return;
+  const char* key =
+      p.weight_format.mode == WeightFormat::Mode::Dtype ? "weight_format" : "cache_format";
+  throw InputError(detail::concat(
+      key_path(path, key), ": '", dtype_name(*named), "' contradicts ", compute_key, ": ",
+      dtype_name(*compute_operand), " (weights and KV rows are stored in the compute's type: give ",
+      compute_key, ": ", dtype_name(*named), " or auto, or ", key, ": plain)"));
 }
 
 PolicySection parse_policy_section(const YAML::Node& node, const std::string& path) {
@@ -222,9 +254,10 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"pin_weight", p.pin_weight},
           {"compress_weight", p.compress_weight},
           {"weight_format", p.weight_format.name()},
-          {"cache_format", p.kv_packing() == PackedFormat::None
-                               ? std::string("plain")
-                               : std::string(packed_format_row(p.kv_packing()).name)},
+          {"cache_format", p.kv_packing() != PackedFormat::None
+                               ? std::string(packed_format_row(p.kv_packing()).name)
+                           : p.cache_dtype ? std::string(dtype_name(*p.cache_dtype))
+                                           : std::string("plain")},
           {"compress_cache", p.compress_cache}};
 }
 

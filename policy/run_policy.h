@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -34,6 +35,20 @@ struct Policy {
   // values), None for the KV dtype; compress_cache: true is q4_g64 (kv_packing() says which).
   PackedFormat cache_format = PackedFormat::None;
   PackedFormat kv_packing() const { return compress_cache ? PackedFormat::Q4G64 : cache_format; }
+  // `cache_format: f32 / f16 / bf16`: plain rows in that dtype. The KV cache is stored in the
+  // compute's operand type, as the matrices, so this names the compute type (see
+  // check_compute_dtype); nullopt: plain rows in whatever type the run computes in.
+  std::optional<DType> cache_dtype;
+  // The operand type weight_format / cache_format fix (f32, f16, bf16), nullopt when neither
+  // names one (parse_policy refuses two that differ).
+  std::optional<DType> named_operand_dtype() const;
+  // The format the layers' matrices are packed to by this policy: q4_g64 under compress_weight,
+  // a packed weight_format's row, else None (plain, or a checkpoint's own blocks: `stored`).
+  PackedFormat weight_packing() const {
+    if (compress_weight) return PackedFormat::Q4G64;
+    return weight_format.mode == WeightFormat::Mode::Packed ? weight_format.packed
+                                                            : PackedFormat::None;
+  }
   // Pipeline stages (`mpirun -np S`, runtime/dist): `stages` must equal the job's processes
   // when given (0: as many as there are); each stage takes its block in `micro_blocks` parts of
   // num_gpu_batches / micro_blocks GPU batches, so that up to that many are in flight in
@@ -66,8 +81,8 @@ struct PolicySection {
   Policy policy;
 };
 
-// A `weight_format:` value: stored, plain, or a packed row's name; InputError naming `key` and
-// the accepted spellings otherwise.
+// A `weight_format:` value: stored, plain, a plain dtype (f32, f16, bf16) or a packed row's name;
+// InputError naming `key` and the accepted spellings otherwise.
 WeightFormat parse_weight_format(const std::string& value, const std::string& key);
 
 // Parsers. `path` is the key path of `node` used in messages ("policy", "rows[3].config.kv").
@@ -75,6 +90,15 @@ WeightFormat parse_weight_format(const std::string& value, const std::string& ke
 PolicySection parse_policy_section(const YAML::Node& node, const std::string& path = "policy");
 Policy parse_policy(const YAML::Node& node, const std::string& path = "policy");
 HardwareLimits parse_hardware_limits(const YAML::Node& node, const std::string& path = "hardware");
+
+// A policy that names a dtype (weight_format / cache_format f32, f16, bf16) against the run's
+// compute_dtype: `compute_operand` is the operand type compute_dtype names (nullopt for auto).
+// InputError naming both keys (`path`.weight_format or .cache_format, and `compute_key`) when
+// they differ: weights and KV rows are stored in the compute's operand type, so a run cannot
+// hold f16 matrices and compute in f32 (or the reverse). Under auto the named type is the
+// compute type (the caller resolves it so).
+void check_compute_dtype(const Policy& p, std::optional<DType> compute_operand,
+                         const std::string& compute_key, const std::string& path = "policy");
 
 // Checks a policy alone (percentages, sums, batch shape); throws InputError naming `path`.
 void validate_policy(const Policy& p, const std::string& path = "policy");

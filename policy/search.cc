@@ -24,19 +24,58 @@ struct Split {
   double gpu, cpu;
 };
 
-// One choice of 4-bit compression.
+// One choice of storage formats: how the layers' matrices and the KV rows are packed (None:
+// plain).
 struct Compression {
-  bool weight, cache;
+  PackedFormat weight = PackedFormat::None, cache = PackedFormat::None;
+  bool packs() const { return weight != PackedFormat::None || cache != PackedFormat::None; }
 };
-constexpr Compression kPlain{false, false};
+constexpr Compression kPlain{};
 constexpr double kCoarseStep = 1.25;  // the compression pass's grid step / placement_step
-// The choices the compression pass tries.
-constexpr Compression kCompressed[] = {{true, true}, {false, true}, {true, false}};
-// Those that decide whether a batch shape fits at all: compressed weights never take more
-// memory than plain ones (the GEMM dequantizes into its bounded operand pieces), while a
-// compressed cache may (the GPU's decode dequantizes it whole into scratch), so compressed weights
-// with and without it.
-constexpr Compression kCompressedFrugal[] = {{true, true}, {true, false}};
+constexpr PackedFormat kQ4 = PackedFormat::Q4G64, kQ8 = PackedFormat::Q8_0,
+                       kNone = PackedFormat::None;
+// Those that decide whether a batch shape fits at all: packed weights never take more memory
+// than plain ones (the GEMM dequantizes into its bounded operand pieces), while a packed cache
+// may (the GPU's decode dequantizes it whole into scratch), so the smallest weights (q4_g64)
+// with and without the smallest cache.
+constexpr Compression kCompressedFrugal[] = {{kQ4, kQ4}, {kQ4, kNone}};
+
+// The formats the compression pass tries: weights in {plain, q8_0, q4_g64} x KV rows in
+// {plain, q8_0, q4_g64}, without plain x plain (the first pass's). q4_1 and q4_0 are left out:
+// the cost model prices every format by its bytes and one unpack rate, and q4_1 (20 bytes per
+// 32 values) is larger than q4_g64 (36 per 64) while q4_0 (18 per 32) is the same size, so
+// neither can win. q8_0 only on the CPU (CUDA's q8_0 kernels are tested against their CPU twins
+// but have not yet run on a GPU: the planner picks only what has), and for the KV a head_dim
+// of whole blocks.
+std::vector<Compression> compression_choices(const ModelShape& m, const HardwareProfile& hw) {
+  const bool cpu = hw.compute_device == ComputeDevice::Cpu;
+  // Most precise first: a later choice replaces an earlier one only when predicted faster, so
+  // of formats that tie (a compute-bound run that fits either way) the more precise is kept.
+  std::vector<PackedFormat> weights{kNone, kQ4}, caches{kNone, kQ4};
+  if (cpu && m.footprint.packed(kQ8) != nullptr) weights.insert(weights.begin() + 1, kQ8);
+  if (cpu && row_fits(kQ8, m.head_dim) && m.head_dim >= packed_format_row(kQ8).block_values) {
+    caches.insert(caches.begin() + 1, kQ8);
+  }
+  // A format the footprint has no sizes for, or that changes no tensor (a checkpoint's own
+  // blocks kept), is not a choice for the weights.
+  const auto changes_weights = [&](PackedFormat f) {
+    const std::vector<uint64_t>* sizes = m.footprint.packed(f);
+    if (f == kNone) return true;
+    if (sizes == nullptr) return f == kQ4;  // a shape without packed sizes: as compress_weight
+    for (size_t i = 0; i < sizes->size(); ++i) {
+      if ((*sizes)[i] != 0 && (*sizes)[i] != m.footprint.tensor_bytes[i]) return true;
+    }
+    return false;
+  };
+  std::vector<Compression> out;
+  for (PackedFormat w : weights) {
+    if (!changes_weights(w)) continue;
+    for (PackedFormat c : caches) {
+      if (w != kNone || c != kNone) out.push_back({w, c});
+    }
+  }
+  return out;
+}
 
 std::vector<Split> split_grid(double step, bool allow_disk) {
   std::vector<Split> v;
@@ -119,8 +158,9 @@ class Searcher {
 
   // Coordinate descent from a good point: move `step` percent of one kind (weights, cache,
   // activations) between two tiers, change num_gpu_batches by one or by ~10%, or (with
-  // `switch_compression`) turn compress_weight or compress_cache on or off.
-  void refine(Policy& best, CostEstimate& best_e, double& best_tp, bool switch_compression) {
+  // `switch_compression`) change the weights' or the KV's format to another of `choices`.
+  void refine(Policy& best, CostEstimate& best_e, double& best_tp, bool switch_compression,
+              std::span<const Compression> choices = {}) {
     struct Kind {
       double Policy::*gpu;
       double Policy::*cpu;
@@ -151,15 +191,18 @@ class Searcher {
         }
         const int n = best.num_gpu_batches;
         for (int ngb : {n - 1, n + 1, n * 9 / 10, n * 11 / 10}) {
-          if (ngb < 1 || ngb == n) continue;
+          if (ngb < 1 || ngb == n || ngb > opt_.max_num_gpu_batches) continue;
           Policy p = best;
           p.num_gpu_batches = ngb;
           improved |= consider(p, best_tp, best, best_e);
         }
         if (switch_compression) {
-          for (bool Policy::*flag : {&Policy::compress_weight, &Policy::compress_cache}) {
+          // Every choice that keeps one of the two formats and changes the other.
+          const Compression now = formats_of(best);
+          for (const Compression& c : choices) {
+            if ((c.weight == now.weight) == (c.cache == now.cache)) continue;
             Policy p = best;
-            p.*flag = !(p.*flag);
+            set_formats(p, c);
             improved |= consider(p, best_tp, best, best_e);
           }
         }
@@ -170,6 +213,17 @@ class Searcher {
   long evaluated() const { return evaluated_; }
   long pruned() const { return pruned_; }
 
+  // The policy's keys for formats `c`: q4_g64 as FlexGen's compress_weight / compress_cache,
+  // another format as weight_format / cache_format.
+  static void set_formats(Policy& p, Compression c) {
+    p.compress_weight = c.weight == kQ4;
+    p.weight_format =
+        c.weight == kQ4 || c.weight == kNone ? WeightFormat{} : WeightFormat::packed_as(c.weight);
+    p.compress_cache = c.cache == kQ4;
+    p.cache_format = c.cache == kQ4 ? kNone : c.cache;
+  }
+  static Compression formats_of(const Policy& p) { return {p.weight_packing(), p.kv_packing()}; }
+
  private:
   Policy base(int gbs, int ngb, Compression c) const {
     Policy p;
@@ -177,8 +231,7 @@ class Searcher {
     p.num_gpu_batches = ngb;
     p.overlap = true;
     p.pin_weight = true;
-    p.compress_weight = c.weight;
-    p.compress_cache = c.cache;
+    set_formats(p, c);
     return p;
   }
 
@@ -219,7 +272,7 @@ class Searcher {
   TierBytes cap_;
   SearchOptions opt_;
   const std::vector<Split>& grid_for(Compression c) const {
-    return c.weight || c.cache ? coarse_grid_ : grid_;
+    return c.packs() ? coarse_grid_ : grid_;
   }
 
   std::vector<Split> grid_, coarse_grid_;
@@ -311,11 +364,11 @@ SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, c
     // Everything the first pass tried is left out (placements without compression); shapes
     // whose computation cannot beat its result are skipped.
     SearchResult c;
-    search_pass(s, opt, sizes, kCompressed, kCompressedFrugal, r.found ? r.estimate.total_tok_s : 0,
-                c);
+    const std::vector<Compression> choices = compression_choices(model, hw);
+    search_pass(s, opt, sizes, choices, kCompressedFrugal, r.found ? r.estimate.total_tok_s : 0, c);
     if (c.found) {
       double tp = c.estimate.total_tok_s;
-      s.refine(c.policy, c.estimate, tp, true);
+      s.refine(c.policy, c.estimate, tp, true, choices);
       if (!r.found || tp > r.estimate.total_tok_s) {
         r.found = true;
         r.policy = c.policy;
@@ -331,7 +384,7 @@ SearchResult search_policy(const ModelShape& model, const HardwareProfile& hw, c
     p.cache_gpu = 0, p.cache_cpu = opt.allow_disk ? 0 : 100;
     p.act_gpu = 0, p.act_cpu = opt.allow_disk ? 0 : 100;
     p.cpu_cache_compute = true;
-    p.compress_weight = p.compress_cache = opt.allow_compression;
+    if (opt.allow_compression) Searcher::set_formats(p, {kQ4, kQ4});
     r.why_not = memory_violation(
         estimate_memory(model, p, w, hw.compute_device != ComputeDevice::Cpu).peak, r.capacity);
   }

@@ -9,9 +9,13 @@
 // cpu_cache_compute on and off; the best point is then refined by coordinate steps of 10, 5,
 // 2 and 1 percent. (FlexGen solves an LP per batch shape instead of the grid.)
 //
-// With allow_compression, a second pass does the same over the 4-bit compression choices
-// (compress_cache, compress_weight, both), its refinement also switching them, and the faster
-// of the two results wins: never slower than the search without compression. A batch shape
+// With allow_compression, a second pass does the same over the storage formats: weights plain,
+// q8_0 or q4_g64 (compress_weight) x KV rows plain, q8_0 or q4_g64 (compress_cache), q8_0 only
+// on the CPU (search.cc, compression_choices, says why not q4_0 / q4_1), each costed by its
+// bytes (the format table's row_bytes, through the footprint) and its unpacking; its
+// refinement also switches formats, and the faster of the two results wins: never slower than
+// the search without compression. A model stored in its own blocks (a GGUF file under
+// weight_format: stored) keeps them: only the KV's format is searched. A batch shape
 // whose computation alone (throughput_bound) cannot beat the best so far is skipped without
 // trying its placements.
 #pragma once
@@ -32,9 +36,9 @@ struct SearchOptions {
   // more than this fraction: where throughput has saturated (compute-bound), growing the block
   // buys nothing but memory and latency.
   double min_gain = 0.005;
-  // May the policy compress weights and/or the KV cache (compress_weight, compress_cache)?
-  // Off by default: 4-bit values change a run's outputs, so `policy: auto` does not choose
-  // them on its own.
+  // May the policy pack weights and/or the KV cache (compress_weight, compress_cache,
+  // weight_format / cache_format q8_0)? Off by default: packed values change a run's outputs,
+  // so `policy: auto` does not choose them on its own.
   bool allow_compression = false;
 };
 

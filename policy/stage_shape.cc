@@ -20,7 +20,7 @@ StageFootprint stage_footprint(const ModelFootprint& full, const StageRange& uni
   ModelFootprint& f = st.footprint;
   f = full;
   f.tensor_bytes.clear();
-  f.compressed_bytes.clear();
+  for (ModelFootprint::PackedSizes& s : f.packed_bytes) s.bytes.clear();
   f.unit_tensors.clear();
   std::map<size_t, size_t> local;  // model tensor -> stage tensor
   auto take_unit = [&](size_t u) {
@@ -29,7 +29,9 @@ StageFootprint stage_footprint(const ModelFootprint& full, const StageRange& uni
       auto [it, fresh] = local.try_emplace(i, f.tensor_bytes.size());
       if (fresh) {
         f.tensor_bytes.push_back(full.tensor_bytes[i]);
-        if (!full.compressed_bytes.empty()) f.compressed_bytes.push_back(full.compressed_bytes[i]);
+        for (size_t k = 0; k < full.packed_bytes.size(); ++k) {
+          f.packed_bytes[k].bytes.push_back(full.packed_bytes[k].bytes[i]);
+        }
         st.model_tensor.push_back(i);
       }
       tensors.push_back(it->second);

@@ -212,6 +212,13 @@ RunConfig parse_run_config(const YAML::Node& root, const std::string& source) {
       const policy::HardwareLimits limits = policy::parse_hardware_limits(hardware, "hardware");
       if (!hardware.IsNull()) c.hardware = limits;
     }
+    if (c.policy && !c.policy->is_auto) {
+      const std::optional<ops::ComputeType> ct =
+          ops::parse_compute_dtype(c.compute_dtype, "compute_dtype");
+      policy::check_compute_dtype(c.policy->policy,
+                                  ct ? std::optional<DType>(ops::operand_dtype(*ct)) : std::nullopt,
+                                  "compute_dtype");
+    }
   } catch (const InputError& e) {
     throw InputError(detail::concat(source, ": ", e.what()));
   }
@@ -370,6 +377,14 @@ ComputeTarget resolve_compute_target(const RunConfig& c, bool planning_only) {
   ComputeTarget t;
   t.device = agreed_by_job(
       resolve_compute_device(c.compute_device, c.source + ": compute_device", planning_only));
+  // A policy naming a dtype (weight_format / cache_format f32, f16, bf16) stores weights and KV
+  // rows in it, so the run computes in it; parse_run_config refused any other compute_dtype.
+  const std::optional<DType> named =
+      c.policy && !c.policy->is_auto ? c.policy->policy.named_operand_dtype() : std::nullopt;
+  if (named && c.compute_dtype == "auto") {
+    t.compute = ops::compute_type_of_operand(*named);
+    return t;
+  }
   t.compute =
       agreed_by_job(resolve_compute_type(c.compute_dtype, t.device == PipelineDevice::Cuda));
   return t;

@@ -65,9 +65,15 @@ void print_policy(const policy::Policy& p) {
               p.act_disk());
   std::printf("cpu_cache_compute: %s  overlap: %s\n", p.cpu_cache_compute ? "true" : "false",
               p.overlap ? "true" : "false");
-  if (p.compress_weight || p.compress_cache) {
-    std::printf("4-bit compression: weights %s  cache %s\n", p.compress_weight ? "on" : "off",
-                p.compress_cache ? "on" : "off");
+  if (p.weight_packing() != PackedFormat::None || p.kv_packing() != PackedFormat::None) {
+    const auto name = [](PackedFormat f) {
+      return f == PackedFormat::None ? std::string("plain")
+                                     : std::string(packed_format_row(f).name);
+    };
+    // Unpacked weights are named by the policy's key: `stored` keeps a GGUF file's own blocks.
+    const std::string weights = p.weight_packing() != PackedFormat::None ? name(p.weight_packing())
+                                                                         : p.weight_format.name();
+    std::printf("formats: weights %s  cache %s\n", weights.c_str(), name(p.kv_packing()).c_str());
   }
   std::printf("percent (FlexGen order): %s\n", p.percent_string().c_str());
 }

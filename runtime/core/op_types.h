@@ -25,6 +25,13 @@ inline DType operand_dtype(ComputeType ct) {
   return DType::F32;
 }
 
+// The compute type whose operands are `t` (f32, f16 or bf16).
+inline ComputeType compute_type_of_operand(DType t) {
+  return t == DType::BF16  ? ComputeType::BF16
+         : t == DType::F16 ? ComputeType::F16
+                           : ComputeType::F32;
+}
+
 // One product of ops::linear_same_input: *out = x · w ᵀ (+ *bias) (then ReLU if relu).
 struct LinearOut {
   const Tensor* w;

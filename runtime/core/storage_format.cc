@@ -66,6 +66,13 @@ const PackedFormatRow* packed_format_by_name(std::string_view name) {
   return nullptr;
 }
 
+std::optional<DType> plain_format_by_name(std::string_view name) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    if (dtype_name(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
 const PackedFormatRow* packed_format_by_ggml_name(std::string_view ggml_name) {
   for (const PackedFormatRow& r : kRows) {
     if (!r.ggml_name.empty() && r.ggml_name == ggml_name) return &r;
@@ -124,6 +131,8 @@ std::string WeightFormat::name() const {
       return "stored";
     case Mode::Plain:
       return "plain";
+    case Mode::Dtype:
+      return std::string(dtype_name(dtype));
     case Mode::Packed:
       break;
   }

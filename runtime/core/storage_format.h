@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +50,9 @@ inline constexpr int64_t kPackedFewRows = 16;
 const PackedFormatRow& packed_format_row(PackedFormat f);
 // The row spelled `name` (case-insensitive), nullptr when none.
 const PackedFormatRow* packed_format_by_name(std::string_view name);
+// The plain format spelled `name` ("f32", "f16", "bf16"; exact), nullopt when none.
+std::optional<DType> plain_format_by_name(std::string_view name);
+inline constexpr std::string_view kPlainFormatNames = "f32, f16, bf16";
 // The row that stores GGUF type `ggml_name` ("Q4_1") as read; nullptr when none does.
 const PackedFormatRow* packed_format_by_ggml_name(std::string_view ggml_name);
 // True when rows of n values can be stored in `f` (GGUF rows are whole blocks).
@@ -92,13 +96,20 @@ inline StorageFormat kv_storage_format(DType kv_dtype, PackedFormat packed) {
 //           computed on as read), else in the compute's dtype (or q4_g64 under compress_weight);
 //   plain   a checkpoint's packed tensors unpacked to the compute's dtype (q4_g64 under
 //           compress_weight);
+//   f32, f16, bf16  plain in that dtype: the matrices are stored in the compute's operand type,
+//           so the run computes in it (compute_dtype must be auto or that type; checked where
+//           both are read, policy::check_compute_dtype);
 //   a packed row's name (q4_g64, q8_0, q4_0, q4_1): packed to it at load.
 struct WeightFormat {
-  enum class Mode : uint8_t { Stored, Plain, Packed };
+  enum class Mode : uint8_t { Stored, Plain, Dtype, Packed };
   Mode mode = Mode::Stored;
   PackedFormat packed = PackedFormat::None;  // Mode::Packed only
+  DType dtype = DType::F32;                  // Mode::Dtype only
 
   static WeightFormat packed_as(PackedFormat f) { return {Mode::Packed, f}; }
+  static WeightFormat plain_as(DType t) { return {Mode::Dtype, PackedFormat::None, t}; }
+  // Unpacked: the matrices are plain floats (plain or a dtype).
+  bool is_plain() const { return mode == Mode::Plain || mode == Mode::Dtype; }
   std::string name() const;
   bool operator==(const WeightFormat&) const = default;
 };

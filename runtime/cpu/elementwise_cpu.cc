@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "runtime/core/half.h"
+#include "runtime/core/storage_format.h"
 #include "runtime/cpu/cpu_ops.h"
+#include "runtime/cpu/packed_rows.h"
 #include "runtime/cpu/parallel_threshold.h"
 
 namespace h2oflex::cpu {
@@ -136,7 +138,18 @@ void add_inplace(Tensor& x, const Tensor& y) {
 }
 
 void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
-  const int64_t rows = ids.numel(), dim = table.dim(1);
+  const int64_t rows = ids.numel(), dim = rows == 0 ? 0 : out.numel() / rows;
+  const PackedFormat f = table.packed();
+  if (f != PackedFormat::None) {
+    // A table kept in its blocks (a GGUF file's, weight_format: stored): only the gathered rows
+    // are unpacked, straight into the output.
+    const auto rb = static_cast<int64_t>(packed_format_row(f).row_bytes(dim));
+    for (int64_t r = 0; r < rows; ++r) {
+      unpack_rows_f32(f, table.data<const uint8_t>() + ids.data<int32_t>()[r] * rb, 1, dim,
+                      out.data<float>() + r * dim);
+    }
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     load_row(table, ids.data<int32_t>()[r], dim, out.data<float>() + r * dim);
   }

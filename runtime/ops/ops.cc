@@ -211,8 +211,21 @@ void add_inplace(Tensor& x, const Tensor& y) {
 
 void embed_tokens(const Tensor& ids, const Tensor& table, Tensor& out) {
   expect(ids, DType::I32, -1, "embed_tokens", "ids");
-  H2OFLEX_CHECK(is_float(table.dtype()) && table.rank() == 2, "embed_tokens: table");
-  H2OFLEX_CHECK(out.numel() == ids.numel() * table.dim(1), "embed_tokens: out size");
+  const PackedFormat packed = table.packed();
+  H2OFLEX_CHECK((packed != PackedFormat::None || is_float(table.dtype())) && table.rank() == 2,
+                "embed_tokens: table");
+  // A packed table is [rows, row bytes]: the row length is the output's.
+  const int64_t dim = packed == PackedFormat::None ? table.dim(1) : out.dim(-1);
+  H2OFLEX_CHECK(out.numel() == ids.numel() * dim, "embed_tokens: out size");
+  H2OFLEX_CHECK(packed == PackedFormat::None ||
+                    (row_fits(packed, dim) && static_cast<uint64_t>(table.dim(1)) ==
+                                                  packed_format_row(packed).row_bytes(dim)),
+                "embed_tokens: a ", packed_format_row(packed).name, " table of ", table.dim(1),
+                "-byte rows for rows of ", dim, " values");
+  // CUDA runs unpack a checkpoint's blocks at load (weight_format_on_device): no packed table
+  // reaches a CUDA op.
+  H2OFLEX_CHECK(packed == PackedFormat::None || !on_cuda(table),
+                "embed_tokens: a packed table on CUDA (its runs unpack tables at load)");
   same_device(ids, out, "embed_tokens");
   same_device(table, out, "embed_tokens");
   if (!on_cuda(ids)) {

@@ -221,19 +221,22 @@ TEST_F(ModelWeights, PlanReadsTheModelOfAGgufFile) {
 namespace {
 
 // SmolLM2's GGUF with every weight on disk under weight_format: stored (the default): the offload
-// layout holds the layers' Q4_1 blocks as the file stores them, a decode step moves exactly the
-// stored bytes (the file's block bytes for the 210 matrices; the tied embedding table, unpacked
-// to f32 for its row lookups, read by the first and the last unit), and the tokens are the
-// in-memory run's. `weight_format: plain` moves the f32 matrices: 6.4 x the Q4_1 bytes.
+// layout holds the layers' Q4_1 blocks and the token table's Q8_0 blocks as the file stores
+// them, a decode step moves exactly the stored bytes (the file's block bytes for the 210
+// matrices and for the tied embedding table, read by the first unit's row lookups and the last
+// unit's head), and the tokens are the in-memory run's. `weight_format: plain` moves f32: 6.4 x
+// the Q4_1 bytes, and 4 bytes a value for the table.
 TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
   const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
   const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
-  uint64_t q4_1 = 0, embedding = 0, vectors = 0;
+  uint64_t q4_1 = 0, embedding = 0, embedding_f32 = 0, vectors = 0;
   for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
     if (t.format->name == std::string_view("Q4_1")) {
       q4_1 += t.nbytes;
     } else if (t.name == "token_embd.weight") {
-      embedding = t.numel() * 4;
+      ASSERT_EQ(t.format->name, std::string_view("Q8_0"));
+      embedding = t.nbytes;
+      embedding_f32 = t.numel() * 4;
     } else {
       vectors += t.numel() * 4;
     }
@@ -268,7 +271,48 @@ TEST_F(ModelWeights, AGgufFileOnDiskMovesItsStoredBlocks) {
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(result()["tokens"], tokens);
   // f32 matrices are 32 x 4 bytes per 20-byte Q4_1 block of 32 values.
-  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding + vectors));
+  EXPECT_EQ(decode_weight_bytes(), steps * (q4_1 / 20 * 128 + 2 * embedding_f32 + vectors));
+}
+
+// weight_format: bf16 stores every matrix in bf16 (the GGUF's blocks unpacked to it) and so the
+// run computes in bf16: a decode step with the weights on disk moves 2 bytes per matrix value (the
+// layers' Q4_1 blocks hold 32 values in 20 bytes; the tied embedding table is read by the first
+// and the last unit) and 4 per vector value. compute_dtype: f32 with it is refused naming both.
+TEST_F(ModelWeights, WeightFormatBf16StoresAndMovesHalfPrecision) {
+  const std::string gguf = H2OFLEX_SMOLLM2_GGUF;
+  const h2oflex::GgufFile file = h2oflex::GgufFile::open(gguf);
+  uint64_t q4_1 = 0, embedding_values = 0, vector_values = 0;
+  for (const h2oflex::GgufTensorInfo& t : file.tensors()) {
+    if (t.format->name == std::string_view("Q4_1")) {
+      q4_1 += t.nbytes;
+    } else if (t.name == "token_embd.weight") {
+      embedding_values = t.numel();
+    } else {
+      vector_values += t.numel();
+    }
+  }
+  fs::create_directories(dir() / "disk");
+  const std::string config = "model: " + gguf +
+                             "\ngen_len: 3\nprompt_ids: [[504, 3575, 282]]\nhardware:\n"
+                             "  disk_path: " +
+                             (dir() / "disk").string() +
+                             "\npolicy:\n  weights: {gpu: 0, cpu: 0}\n  weight_format: bf16\n";
+  const Outcome bf16 = run_config(config);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.output;
+  const nlohmann::json r = result();
+  EXPECT_EQ(r["compute_dtype"], "bf16");
+  uint64_t moved = 0;
+  for (const auto& m : r["bytes_moved"]) {
+    if (m["phase"] == "decode" && m["kind"] == "weight") moved += m["bytes"].get<uint64_t>();
+  }
+  const uint64_t steps = 2;
+  EXPECT_EQ(moved, steps * (q4_1 / 20 * 32 * 2 + 2 * embedding_values * 2 + vector_values * 4));
+
+  const Outcome contradiction = run_config(config + "compute_dtype: f32\n");
+  EXPECT_EQ(contradiction.exit_code, 2) << contradiction.output;
+  EXPECT_TRUE(
+      contains(contradiction.output, "policy.weight_format: 'bf16' contradicts compute_dtype: f32"))
+      << contradiction.output;
 }
 
 // weight_format is checked where it is read: unknown names, a K format (which only a GGUF file
@@ -278,9 +322,10 @@ TEST_F(ModelWeights, WeightFormatErrorsNameTheKey) {
                            "\ngen_len: 2\nprompt_len: 4\ncompute_dtype: f32\npolicy:\n";
   const Outcome unknown = run_config(base + "  weight_format: q5_k\n");
   EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
-  EXPECT_TRUE(contains(unknown.output,
-                       "policy.weight_format: 'q5_k' is not a weight format (stored, plain, "
-                       "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
+  EXPECT_TRUE(contains(
+      unknown.output,
+      "policy.weight_format: 'q5_k' is not a weight format (stored, plain, f32, f16, bf16, "
+      "q4_g64, q8_0, q4_0, q4_1, q4_k, q6_k)"))
       << unknown.output;
   const Outcome k = run_config(base + "  weight_format: q4_k\n");
   EXPECT_EQ(k.exit_code, 2) << k.output;

@@ -116,6 +116,8 @@ TEST(PolicyAuto, CompressionOnlyWhenAllowed) {
   EXPECT_EQ(r["policy_auto"]["allow_compression"], true);
   EXPECT_EQ(r["policy"]["compress_weight"].get<bool>(), want.compress_weight);
   EXPECT_EQ(r["policy"]["compress_cache"].get<bool>(), want.compress_cache);
+  EXPECT_EQ(r["policy"]["weight_format"], want.weight_format.name());
+  EXPECT_EQ(r["policy"]["cache_format"], std::get<std::string>(describe(want).at("cache_format")));
   EXPECT_EQ(r["batch_size"].get<int>(), want.block_size());
 }
 

@@ -59,12 +59,13 @@ TEST(CompressionCost, LayerWeightBytesAreStorageFormats) {
     if (h == 4096) {
       EXPECT_DOUBLE_EQ(packed_hand, 12.0 * h * h * 4.5 / 8);  // 4.5 bits a value
     }
-    EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(false), m.layer_weight_bytes());
+    EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(PackedFormat::None), m.layer_weight_bytes());
     // Vectors (biases, norms) stay plain.
-    EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(true), m.layer_weight_bytes() - plain + packed_sf)
+    EXPECT_DOUBLE_EQ(m.layer_stored_weight_bytes(PackedFormat::Q4G64),
+                     m.layer_weight_bytes() - plain + packed_sf)
         << h;
-    EXPECT_DOUBLE_EQ(m.layer_decoded_weight_bytes(true), plain) << h;
-    EXPECT_DOUBLE_EQ(m.layer_decoded_weight_bytes(false), 0);
+    EXPECT_DOUBLE_EQ(m.layer_decoded_weight_bytes(PackedFormat::Q4G64), plain) << h;
+    EXPECT_DOUBLE_EQ(m.layer_decoded_weight_bytes(PackedFormat::None), 0);
     // What moves: weights on the host, everything else on the device, so decode ctog is the
     // layer's weights alone.
     const HardwareProfile hw = t4();
@@ -229,6 +230,66 @@ TEST(CompressionSearch, OnlyWhenAllowedAndNeverSlower) {
     // The compression pass costs at most about as much again as the search without it.
     EXPECT_LT(comp.evaluated, 3 * plain.evaluated);
   }
+}
+
+// On the CPU (q8_0's kernels are there) the planner chooses among weight formats by what fits:
+// with RAM (the arena and 64 MiB of host; no disk) too small for the plain weights, q8_0 where
+// its bytes fit in the arena (q4_g64 would be as fast at this fixed batch, as the GEMM reads
+// unpacked operands either way, and is less precise), q4_g64 where only its bytes do. The
+// sizes come from the format table (the footprint's packed_bytes).
+TEST(CompressionSearch, ChoosesAmongWeightFormatsByWhatFits) {
+  const HardwareProfile hw = load_hardware_profile(std::string(H2OFLEX_SOURCE_DIR) +
+                                                   "/experiments/hardware/local_cpu.yaml");
+  const ModelShape m = opt(12, 2048, 32);
+  const auto model_bytes = [&](PackedFormat f) {
+    const std::vector<uint64_t>* packed = m.footprint.packed(f);
+    double n = 0;
+    for (size_t i = 0; i < m.footprint.tensor_bytes.size(); ++i) {
+      n += packed != nullptr && (*packed)[i] != 0 ? (*packed)[i] : m.footprint.tensor_bytes[i];
+    }
+    return n;
+  };
+  const double plain = model_bytes(PackedFormat::None), q8 = model_bytes(PackedFormat::Q8_0),
+               q4 = model_bytes(PackedFormat::Q4G64);
+  ASSERT_LT(q8, 0.65 * plain);
+  ASSERT_LT(q4, 0.7 * q8);
+  Workload w;
+  w.prompt_len = 32;
+  w.gen_len = 8;
+  SearchOptions o;
+  o.gpu_batch_sizes = {1};
+  o.max_num_gpu_batches = 1;
+  o.allow_disk = false;
+  o.allow_compression = true;
+  struct Case {
+    double device_mem;
+    PackedFormat want;
+  };
+  for (const Case& c :
+       {Case{(q8 + plain) / 2, PackedFormat::Q8_0}, Case{(q4 + q8) / 2, PackedFormat::Q4G64}}) {
+    HardwareLimits limits;
+    limits.device_mem = static_cast<uint64_t>(c.device_mem);
+    limits.host_mem = 64ull << 20;
+    SearchOptions without = o;
+    without.allow_compression = false;
+    EXPECT_FALSE(search_policy(m, hw, w, limits, without).found) << "plain weights fit in RAM";
+    const SearchResult r = search_policy(m, hw, w, limits, o);
+    ASSERT_TRUE(r.found) << r.why_not;
+    EXPECT_EQ(r.policy.weight_packing(), c.want) << r.policy.summary();
+    EXPECT_EQ(r.policy.kv_packing(), PackedFormat::None) << r.policy.summary();
+    EXPECT_EQ(r.policy.block_size(), 1) << r.policy.summary();
+    EXPECT_DOUBLE_EQ(r.estimate.total_tok_s, estimate_cost(m, hw, r.policy, w).total_tok_s);
+    EXPECT_TRUE(fits_within(r.estimate.peak, r.capacity)) << r.policy.summary();
+    // The policy names its format as a run reads it.
+    const std::string want_words =
+        c.want == PackedFormat::Q8_0 ? "weight_format q8_0" : "compress_weight";
+    EXPECT_NE(r.policy.summary().find(want_words), std::string::npos) << r.policy.summary();
+  }
+  // A GPU has no q8_0 kernels: the choices there stay q4_g64's.
+  const SearchResult gpu = search_policy(opt(48, 7168, 56), t4(), Workload{}, {}, o);
+  ASSERT_TRUE(gpu.found);
+  EXPECT_NE(gpu.policy.weight_packing(), PackedFormat::Q8_0);
+  EXPECT_NE(gpu.policy.kv_packing(), PackedFormat::Q8_0);
 }
 
 }  // namespace

@@ -144,6 +144,58 @@ TEST(Policy, DescribeEchoesResolvedValues) {
   EXPECT_EQ(std::get<bool>(d.at("cpu_cache_compute")), false);
 }
 
+// weight_format / cache_format f32, f16, bf16: plain in that dtype, read as the compute's operand
+// type; contradictions with compress_*, with each other, and with compute_dtype name both keys.
+TEST(Policy, DtypeFormatsNameTheComputeType) {
+  const Policy f16 = parse_policy(YAML::Load("{weight_format: f16, cache_format: f16}"));
+  EXPECT_EQ(f16.weight_format, WeightFormat::plain_as(DType::F16));
+  EXPECT_EQ(f16.cache_dtype, DType::F16);
+  EXPECT_EQ(f16.cache_format, PackedFormat::None);
+  EXPECT_EQ(f16.named_operand_dtype(), DType::F16);
+  EXPECT_EQ(std::get<std::string>(describe(f16).at("weight_format")), "f16");
+  EXPECT_EQ(std::get<std::string>(describe(f16).at("cache_format")), "f16");
+  EXPECT_NE(f16.summary().find("weight_format f16 cache_format f16"), std::string::npos)
+      << f16.summary();
+  EXPECT_EQ(parse_policy(YAML::Load("{cache_format: bf16}")).named_operand_dtype(), DType::BF16);
+  EXPECT_EQ(parse_policy(YAML::Load("{weight_format: f32}")).named_operand_dtype(), DType::F32);
+  EXPECT_EQ(parse_policy(YAML::Load("{weight_format: plain}")).named_operand_dtype(), std::nullopt);
+
+  EXPECT_NE(error_of([] { parse_policy(YAML::Load("{weight_format: f64}")); })
+                .find("policy.weight_format: 'f64' is not a weight format (stored, plain, f32, "
+                      "f16, bf16, q4_g64"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_policy(YAML::Load("{cache_format: q4_1}")); })
+                .find("policy.cache_format: 'q4_1' is not a KV cache format (plain, f32, f16, "
+                      "bf16, q4_g64, q8_0)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weight_format: bf16, compress_weight: true}"));
+            }).find("policy.weight_format: 'bf16' contradicts policy.compress_weight: true"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{cache_format: f16, compress_cache: true}"));
+            }).find("policy.cache_format: 'f16' contradicts policy.compress_cache: true"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_policy(YAML::Load("{weight_format: f16, cache_format: bf16}"));
+            }).find("policy.cache_format: 'bf16' contradicts policy.weight_format: f16"),
+            std::string::npos);
+
+  // Against compute_dtype: the same type or auto (nullopt) passes, another is refused.
+  check_compute_dtype(f16, DType::F16, "compute_dtype");
+  check_compute_dtype(f16, std::nullopt, "compute_dtype");
+  check_compute_dtype(Policy{}, DType::F32, "compute_dtype");
+  EXPECT_NE(error_of([&] {
+              check_compute_dtype(f16, DType::F32, "compute_dtype");
+            }).find("policy.weight_format: 'f16' contradicts compute_dtype: f32"),
+            std::string::npos);
+  const Policy kv = parse_policy(YAML::Load("{cache_format: bf16}"));
+  EXPECT_NE(error_of([&] {
+              check_compute_dtype(kv, DType::F32, "compute_dtype");
+            }).find("policy.cache_format: 'bf16' contradicts compute_dtype: f32"),
+            std::string::npos);
+}
+
 TEST(HardwareLimits, ParsesSizes) {
   const HardwareLimits h = parse_hardware_limits(
       YAML::Load("{device_mem: 16GiB, host_mem: 1.5GB, disk_mem: 4096, disk_path: /mnt/nvme}"));

@@ -94,9 +94,11 @@ TEST(SmolLM2Gguf, WeightsLogitsAndGreedyTokensEqualTheConvertedDirectory) {
   }
 }
 
-// weight_format: stored (the default): the layers' 210 matrices stay in the file's Q4_1 blocks,
-// their bytes the file's, and the engine computes on them — the greedy tokens and last-position
-// logits of every reference prompt (5 to 600 tokens, chat and plain) are transformers'.
+// weight_format: stored (the default): the layers' 210 matrices stay in the file's Q4_1 blocks
+// and the tied token table in its Q8_0 blocks, their bytes the file's, and the engine computes
+// on them (the table's row lookups unpack the gathered rows; as the head it is a packed linear)
+// — the greedy tokens and last-position logits of every reference prompt (5 to 600 tokens, chat
+// and plain) are transformers'.
 TEST(SmolLM2Gguf, ComputedOnItsQ4_1BlocksGivesTransformersTokensAndLogits) {
   const std::string gguf = smollm2_gguf();
   ASSERT_FALSE(gguf.empty());
@@ -117,6 +119,11 @@ TEST(SmolLM2Gguf, ComputedOnItsQ4_1BlocksGivesTransformersTokensAndLogits) {
     }
     EXPECT_EQ(q4_1, 210);
     EXPECT_EQ(layer_bytes, file_layer_bytes) << "the blocks are held as the file stores them";
+    const Tensor& table = weights.named(*src.model, "embed_tokens.weight");
+    EXPECT_EQ(table.packed(), PackedFormat::Q8_0);
+    size_t table_index = 0;
+    while (specs[table_index].name != "embed_tokens.weight") ++table_index;
+    EXPECT_EQ(table.nbytes(), ckpt->tensor_of(specs[table_index]).nbytes);
 
     const ops::ComputeType ct =
         dtype == DType::F32 ? ops::ComputeType::F32 : ops::ComputeType::BF16;
