@@ -261,6 +261,26 @@ std::map<std::string, DescribedValue> describe(const Policy& p) {
           {"compress_cache", p.compress_cache}};
 }
 
+YAML::Node policy_yaml(const Policy& p) {
+  YAML::Node n;
+  n["gpu_batch_size"] = p.gpu_batch_size;
+  n["num_gpu_batches"] = p.num_gpu_batches;
+  n["weights"]["gpu"] = p.w_gpu;
+  n["weights"]["cpu"] = p.w_cpu;
+  n["cache"]["gpu"] = p.cache_gpu;
+  n["cache"]["cpu"] = p.cache_cpu;
+  n["activations"]["gpu"] = p.act_gpu;
+  n["activations"]["cpu"] = p.act_cpu;
+  n["overlap"] = p.overlap;
+  n["cpu_cache_compute"] = p.cpu_cache_compute;
+  n["pin_weight"] = p.pin_weight;
+  // The formats by name (describe's spelling: one truth); compress_* follow from them.
+  const auto d = describe(p);
+  n["weight_format"] = std::get<std::string>(d.at("weight_format"));
+  n["cache_format"] = std::get<std::string>(d.at("cache_format"));
+  return n;
+}
+
 std::map<std::string, DescribedValue> describe(const HardwareLimits& h) {
   return {{"device_mem", double(h.device_mem)},
           {"host_mem", double(h.host_mem)},

@@ -108,4 +108,8 @@ using DescribedValue = std::variant<double, bool, std::string>;
 std::map<std::string, DescribedValue> describe(const Policy& p);
 std::map<std::string, DescribedValue> describe(const HardwareLimits& limits);
 
+// The policy as a run config's `policy:` mapping (the keys parse_policy reads, formats
+// included), e.g. a plan chosen by `policy: auto` written into a suite row's config.
+YAML::Node policy_yaml(const Policy& p);
+
 }  // namespace h2oflex::policy

@@ -25,24 +25,6 @@ double element_bytes(const YAML::Node& config, const policy::HardwareProfile& hw
   return resolve_compute_type(dtype) == ops::ComputeType::F32 ? 4 : 2;
 }
 
-YAML::Node policy_node(const policy::Policy& p) {
-  YAML::Node n;
-  n["gpu_batch_size"] = p.gpu_batch_size;
-  n["num_gpu_batches"] = p.num_gpu_batches;
-  n["weights"]["gpu"] = p.w_gpu;
-  n["weights"]["cpu"] = p.w_cpu;
-  n["cache"]["gpu"] = p.cache_gpu;
-  n["cache"]["cpu"] = p.cache_cpu;
-  n["activations"]["gpu"] = p.act_gpu;
-  n["activations"]["cpu"] = p.act_cpu;
-  n["overlap"] = p.overlap;
-  n["cpu_cache_compute"] = p.cpu_cache_compute;
-  n["pin_weight"] = p.pin_weight;
-  n["compress_weight"] = p.compress_weight;
-  n["compress_cache"] = p.compress_cache;
-  return n;
-}
-
 }  // namespace
 
 std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
@@ -105,7 +87,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
                             rr.note, ")");
         pol =
             plan_policy(*shape, hw, row.prompt_len, row.gen_len, kv, limits, sec.allow_compression);
-        config["policy"] = policy_node(pol);
+        config["policy"] = policy::policy_yaml(pol);
       } else {
         pol = sec.policy;
       }

@@ -213,5 +213,36 @@ TEST(HardwareLimits, ParsesSizes) {
             std::string::npos);
 }
 
+// A plan chosen by `policy: auto` is written into a suite row's config with policy_yaml and read
+// back by parse_policy: every field, the storage formats included, must survive (a q8_0 plan
+// once ran as plain because only compress_* were written).
+TEST(PolicyYaml, ReadsBackAsTheSamePolicyFormatsIncluded) {
+  Policy q8;
+  q8.gpu_batch_size = 4;
+  q8.num_gpu_batches = 3;
+  q8.w_gpu = 0;
+  q8.w_cpu = 40;
+  q8.cache_cpu = 100;
+  q8.weight_format = WeightFormat::packed_as(PackedFormat::Q8_0);
+  q8.cache_format = PackedFormat::Q8_0;
+  Policy q4 = q8;
+  q4.weight_format = WeightFormat::packed_as(PackedFormat::Q4G64);
+  q4.compress_weight = q4.compress_cache = true;
+  q4.cache_format = PackedFormat::None;
+  Policy plain = q8;
+  plain.weight_format = {WeightFormat::Mode::Plain, PackedFormat::None};
+  plain.cache_format = PackedFormat::None;
+  plain.overlap = false;
+  plain.pin_weight = false;
+  for (const Policy& p : {q8, q4, plain}) {
+    const Policy back = parse_policy(YAML::Load(YAML::Dump(policy_yaml(p))));
+    EXPECT_EQ(describe(back), describe(p)) << YAML::Dump(policy_yaml(p));
+  }
+  EXPECT_EQ(std::get<std::string>(describe(parse_policy(policy_yaml(q8))).at("weight_format")),
+            "q8_0");
+  EXPECT_EQ(std::get<std::string>(describe(parse_policy(policy_yaml(q8))).at("cache_format")),
+            "q8_0");
+}
+
 }  // namespace
 }  // namespace h2oflex::policy
