@@ -13,8 +13,10 @@ DType matrix_dtype_for(ops::ComputeType ct);
 
 // Matrices stored as `matrix_dtype`, vectors as f32 (as the weight layout and the engine store
 // them).
-// `stored` as it applies on the compute device: the GGUF block formats are computed on the CPU
-// only (the GPU has q4_g64's kernels), so on CUDA a checkpoint's blocks are unpacked at load.
+// `stored` as it applies on the compute device. CUDA has kernels for the GGUF block formats,
+// tested against their CPU twins, but they have not yet run on a GPU: until that test passes
+// on one, a GPU run unpacks a checkpoint's blocks at load (the path every GPU test covers);
+// asking for `weight_format: q8_0` etc. on a GPU uses the new kernels.
 WeightFormat weight_format_on_device(const WeightFormat& format, bool cuda);
 
 policy::ModelFootprint model_footprint(const DecoderModel& model, DType matrix_dtype,

@@ -6,14 +6,18 @@
 # lands in build-fuzz/crashes/<target>/ and makes the script exit 1: fix the bug, then commit the
 # input under tools/fuzz/crashes/<target>/ so the replay test (tests/fuzz) keeps running it.
 # Prints the CPU seconds each target ran.
+#
+#   tools/fuzz.sh [SECONDS] [TARGET ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 targets=(safetensors_header hf_config run_config request_line tokenizer_files chat_template
   tokenizer_json gguf_header)
+# Further arguments name the targets to build and run (CI: `tools/fuzz.sh 60 gguf_header`).
+if [ $# -gt 1 ]; then targets=("${@:2}"); fi
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DH2OFLEX_CUDA=OFF -DH2OFLEX_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_CXX_FLAGS="$flags" >/dev/null
+  -DH2OFLEX_CUDA=OFF -DH2OFLEX_MPI=OFF -DH2OFLEX_PYTHON=OFF -DH2OFLEX_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_CXX_FLAGS="$flags" >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 
 # tokenizer_json's input: tokenizer.json, a NUL byte, tokenizer_config.json (may be absent).

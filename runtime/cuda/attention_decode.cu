@@ -1,6 +1,6 @@
-// Single-token decode attention over KV slots (f32/f16/bf16 cache) plus the new token, with fp32
-// scores and accumulation and per-slot probabilities for H2O; grouped-query when several query
-// heads share a KV head (query head hi reads KV head hi / group).
+// Single-token decode attention over KV slots (f32/f16/bf16, q8_0 or q4_g64 cache) plus the new
+// token, with fp32 scores and accumulation and per-slot probabilities for H2O; grouped-query when
+// several query heads share a KV head (query head hi reads KV head hi / group).
 //
 // One block per (sequence, query head). Scores of all slots and of the new token live in shared
 // memory (capacity + 1 floats); empty slots (position < 0) are never read, so stale or
@@ -8,6 +8,7 @@
 // head's probabilities go to a workspace and a second kernel adds them per KV head in head order
 // (deterministic, no atomics).
 #include "runtime/cuda/cuda_ops.h"
+#include "runtime/cuda/gguf_blocks.h"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/launchers.h"
 #include "runtime/cuda/scratch.h"
@@ -19,13 +20,30 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / kWarpSize;
 
-// grid (b * h); dynamic shared memory: d + cap + 1 floats. slot_probs [b * h, cap] and new_prob
-// [b * h] are per query head.
+// Value e of KV slot row `row` (rows of d values) of a cache in a float type.
 template <typename C>
-__global__ void decode_kernel(const float* q, const C* k_cache, const C* v_cache,
-                              const int32_t* slot_pos, const float* k_new, const float* v_new,
-                              int h, int kvh, int cap, int d, float scale, float* out,
-                              float* slot_probs, float* new_prob) {
+struct PlainSlotRows {
+  const C* rows;
+  int d;
+  __device__ float operator()(int64_t row, int e) const { return to_f32(rows[row * d + e]); }
+};
+
+// ... of a cache packed in q8_0 (cache_format): the value its block decodes to, read in place.
+struct Q8_0SlotRows {
+  const uint8_t* rows;
+  int64_t row_bytes;
+  __device__ float operator()(int64_t row, int e) const {
+    return gguf_blocks::row_value<PackedFormat::Q8_0>(rows + row * row_bytes,
+                                                      static_cast<uint64_t>(e));
+  }
+};
+
+// grid (b * h); dynamic shared memory: d + cap + 1 floats. slot_probs [b * h, cap] and new_prob
+// [b * h] are per query head. R reads the cache's values (PlainSlotRows, Q8_0SlotRows).
+template <typename R>
+__global__ void decode_kernel(const float* q, R k_cache, R v_cache, const int32_t* slot_pos,
+                              const float* k_new, const float* v_new, int h, int kvh, int cap,
+                              int d, float scale, float* out, float* slot_probs, float* new_prob) {
   extern __shared__ float smem[];
   __shared__ float scratch[kWarpSize];
   const int64_t bh = blockIdx.x;
@@ -40,12 +58,13 @@ __global__ void decode_kernel(const float* q, const C* k_cache, const C* v_cache
   __syncthreads();
 
   const int32_t* pos = slot_pos + bkv * cap;
-  const C* kb = k_cache + bkv * cap * d;
-  const C* vb = v_cache + bkv * cap * d;
+  const int64_t row0 = bkv * cap;  // the slot rows of this KV head
   for (int j = warp; j < cap; j += kWarps) {
     // pos[j] is the same for every lane, so the whole warp takes the same branch.
     if (pos[j] >= 0) {
-      const float dot = warp_dot(qs, kb + static_cast<int64_t>(j) * d, d);
+      float part = 0.0f;  // warp_dot's order: lane l takes elements l, l + 32, ...
+      for (int e = lane; e < d; e += kWarpSize) part = fmaf(qs[e], k_cache(row0 + j, e), part);
+      const float dot = warp_sum(part);
       if (lane == 0) sc[j] = dot * scale;
     } else if (lane == 0) {
       sc[j] = -INFINITY;
@@ -74,7 +93,7 @@ __global__ void decode_kernel(const float* q, const C* k_cache, const C* v_cache
     float acc = 0.0f;
     for (int j = 0; j < cap; ++j) {
       if (pos[j] < 0) continue;  // never touch an empty slot's (possibly garbage) values
-      acc = fmaf(sc[j] * inv, to_f32(vb[static_cast<int64_t>(j) * d + t]), acc);
+      acc = fmaf(sc[j] * inv, v_cache(row0 + j, t), acc);
     }
     acc = fmaf(sc[cap] * inv, vn[t], acc);
     out[bh * d + t] = acc;
@@ -115,7 +134,7 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
                       Tensor& out, Tensor* slot_probs, Tensor* new_prob) {
   const int64_t b = q.dim(0), h = q.dim(1), d = q.dim(2), cap = k_cache.dim(2);
   const int64_t kvh = k_cache.dim(1), group = h / kvh;
-  if (k_cache.dtype() == DType::U8) {
+  if (k_cache.packed() == PackedFormat::Q4G64) {
     // A compressed cache is dequantized whole into stream-ordered scratch first (as FlexGen
     // decompresses its cache on the GPU), then attended to as f32.
     const Shape values{b, kvh, cap, d};
@@ -146,16 +165,32 @@ void attention_decode(const Tensor& q, const Tensor& k_cache, const Tensor& v_ca
     if (probs_out != nullptr) probs_out = per_head.as<float>();
     if (self_out != nullptr) self_out = per_head.as<float>() + bh * cap;
   }
-  dispatch_float(k_cache.dtype(), "attention_decode KV cache", [&](auto tag) {
-    using C = decltype(tag);
-    allow_dynamic_smem(decode_kernel<C>, smem, "attention_decode");
-    decode_kernel<C><<<static_cast<unsigned>(bh), kThreads, smem, stream>>>(
-        q.data<const float>(), k_cache.data<const C>(), v_cache.data<const C>(),
-        slot_pos.data<const int32_t>(), k_new.data<const float>(), v_new.data<const float>(),
-        static_cast<int>(h), static_cast<int>(kvh), static_cast<int>(cap), static_cast<int>(d),
-        scale, out.data<float>(), probs_out, self_out);
+  const auto launch = [&](auto k_rows, auto v_rows) {
+    using R = decltype(k_rows);
+    allow_dynamic_smem(decode_kernel<R>, smem, "attention_decode");
+    decode_kernel<R><<<static_cast<unsigned>(bh), kThreads, smem, stream>>>(
+        q.data<const float>(), k_rows, v_rows, slot_pos.data<const int32_t>(),
+        k_new.data<const float>(), v_new.data<const float>(), static_cast<int>(h),
+        static_cast<int>(kvh), static_cast<int>(cap), static_cast<int>(d), scale, out.data<float>(),
+        probs_out, self_out);
     CUDA_CHECK_LAUNCH("decode_kernel");
-  });
+  };
+  if (k_cache.packed() == PackedFormat::Q8_0) {
+    // Read in place: a q8_0 value is an exact product, so this is attention over the values the
+    // rows unpack to, without an unpacked copy of the cache.
+    const auto rb = static_cast<int64_t>(packed_format_row(PackedFormat::Q8_0).row_bytes(d));
+    launch(Q8_0SlotRows{k_cache.data<const uint8_t>(), rb},
+           Q8_0SlotRows{v_cache.data<const uint8_t>(), rb});
+  } else {
+    H2OFLEX_CHECK(k_cache.packed() == PackedFormat::None, "attention_decode: the GPU reads no ",
+                  packed_format_row(k_cache.packed()).name, " KV cache");
+    dispatch_float(k_cache.dtype(), "attention_decode KV cache", [&](auto tag) {
+      using C = decltype(tag);
+      const int di = static_cast<int>(d);
+      launch(PlainSlotRows<C>{k_cache.data<const C>(), di},
+             PlainSlotRows<C>{v_cache.data<const C>(), di});
+    });
+  }
   if (!grouped) return;
   const int g = static_cast<int>(group);
   if (slot_probs != nullptr) {

@@ -54,6 +54,11 @@ void quantize4(const Tensor& src, Tensor& dst);
 
 void dequantize4(const Tensor& src, Tensor& dst);
 
+// Every row of src (f32, last dimension n) packed into dst (u8, dst.packed()'s rows), and the
+// inverse into dst of f32, f16 or bf16: the twins of runtime/cpu/packed_rows.h's pack / unpack.
+void pack(const Tensor& src, Tensor& dst);
+void unpack(const Tensor& src, Tensor& dst);
+
 void argmax(const Tensor& logits, std::vector<int32_t>& ids);
 
 void sample(const Tensor& logits, const SampleParams& params, const std::vector<uint64_t>& row_keys,

@@ -2,11 +2,11 @@
 // copy and synchronization behind ops::copy / ops::synchronize.
 #include <climits>
 #include <optional>
-#include <type_traits>
 
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/device_guard.h"
 #include "runtime/cuda/device_memory.h"
+#include "runtime/cuda/gguf_dispatch.cuh"
 #include "runtime/cuda/kernel_utils.cuh"
 #include "runtime/cuda/quant4_device.cuh"
 #include "runtime/cuda/streams.h"
@@ -25,33 +25,54 @@ __global__ void fill_kernel(T* data, int64_t n, T value) {
 }
 
 // One KV row of d values from src into slot row `row`, by the whole block: converted to the slot
-// dtype, or compressed (u8 rows of quant4.h, a group per thread).
-template <typename T>
+// dtype, or packed in the slots' KV format P (u8 rows: q4_g64 a group per thread, q8_0 a block
+// per thread).
+template <typename T, PackedFormat P>
 __device__ void store_slot_row(const float* src, int64_t d, T* slots, int64_t row) {
-  if constexpr (std::is_same_v<T, uint8_t>) {
+  if constexpr (P == PackedFormat::Q4G64) {
     uint8_t* out = slots + row * quant4::row_bytes(d);
     for (int64_t g = threadIdx.x; g < quant4::groups(d); g += blockDim.x) {
       quantize4_group(src, d, g, out);
     }
+  } else if constexpr (P == PackedFormat::Q8_0) {
+    using B = gguf_blocks::Block<PackedFormat::Q8_0>;
+    const int64_t blocks = d / B::kValues;
+    uint8_t* out = slots + row * blocks * B::kBytes;
+    for (int64_t b = threadIdx.x; b < blocks; b += blockDim.x) {
+      B::pack(src + b * B::kValues, out + b * B::kBytes);
+    }
   } else {
+    static_assert(P == PackedFormat::None);
     for (int64_t e = threadIdx.x; e < d; e += blockDim.x) slots[row * d + e] = from_f32<T>(src[e]);
   }
 }
 
-// Calls f(T{}) with T the element type of KV slots: a float type, or uint8_t for compressed rows.
+// Calls f(T{}, FormatTag<P>{}) with T the element type of KV slots and P their packed format: a
+// float type (None), or uint8_t for rows packed in a KV format the GPU stores (q4_g64, q8_0).
 template <typename F>
-void dispatch_slots(DType dtype, const char* what, F&& f) {
-  if (dtype == DType::U8) {
-    f(uint8_t{});
-  } else {
-    dispatch_float(dtype, what, f);
+void dispatch_slots(const Tensor& slots, const char* what, F&& f) {
+  switch (slots.packed()) {
+    case PackedFormat::None:
+      dispatch_float(slots.dtype(), what,
+                     [&](auto tag) { f(tag, FormatTag<PackedFormat::None>{}); });
+      return;
+    case PackedFormat::Q4G64:
+      f(uint8_t{}, FormatTag<PackedFormat::Q4G64>{});
+      return;
+    case PackedFormat::Q8_0:
+      f(uint8_t{}, FormatTag<PackedFormat::Q8_0>{});
+      return;
+    default:
+      break;
   }
+  throw InternalError(::h2oflex::detail::concat(what, ": the GPU stores no KV rows in ",
+                                                packed_format_row(slots.packed()).name));
 }
 
 // One block per (sequence, head). Thread 0 numbers the kept entries (the compact slot of the
 // i-th kept position is how many kept positions precede it) into shared memory; then each
 // kept position's d-vector is copied by the whole block, converting f32 to the slot dtype.
-template <typename T>
+template <typename T, PackedFormat P>
 __global__ void scatter_prefill_kernel(const float* k, const float* v, const int32_t* keep,
                                        const float* keep_score, bool compact, int64_t s,
                                        int64_t heads, int64_t d, int64_t n_keep, int64_t cap,
@@ -74,8 +95,8 @@ __global__ void scatter_prefill_kernel(const float* k, const float* v, const int
     const int32_t slot = slot_of[i];
     if (p < 0 || slot < 0 || slot >= cap) continue;
     const int64_t src = ((bi * s + p) * heads + hi) * d;
-    store_slot_row(k + src, d, k_slots, bh * cap + slot);
-    store_slot_row(v + src, d, v_slots, bh * cap + slot);
+    store_slot_row<T, P>(k + src, d, k_slots, bh * cap + slot);
+    store_slot_row<T, P>(v + src, d, v_slots, bh * cap + slot);
     if (threadIdx.x == 0) {
       slot_pos[bh * cap + slot] = p;
       slot_score[bh * cap + slot] = keep_score ? keep_score[bh * s + p] : 0.0f;
@@ -85,7 +106,7 @@ __global__ void scatter_prefill_kernel(const float* k, const float* v, const int
 
 // One block per (sequence, head): the slot is `position` (full cache), else the first empty
 // slot, else the victim; then the block writes the d-vectors and thread 0 the metadata.
-template <typename T>
+template <typename T, PackedFormat P>
 __global__ void insert_kernel(const float* k_new, const float* v_new, const int32_t* victim,
                               int32_t position, const float* new_score, float fixed_score,
                               int64_t cap, int64_t d, T* k_slots, T* v_slots, int32_t* slot_pos,
@@ -107,8 +128,8 @@ __global__ void insert_kernel(const float* k_new, const float* v_new, const int3
     if (threadIdx.x == 0) changed[bh] = -1;
     return;
   }
-  store_slot_row(k_new + bh * d, d, k_slots, bh * cap + slot);
-  store_slot_row(v_new + bh * d, d, v_slots, bh * cap + slot);
+  store_slot_row<T, P>(k_new + bh * d, d, k_slots, bh * cap + slot);
+  store_slot_row<T, P>(v_new + bh * d, d, v_slots, bh * cap + slot);
   if (threadIdx.x == 0) {
     pos[slot] = position;
     slot_score[bh * cap + slot] = new_score ? new_score[bh] : fixed_score;
@@ -178,10 +199,11 @@ void kv_scatter_prefill(const Tensor& k, const Tensor& v, const Tensor& keep,
   check_blocks(blocks, "kv_scatter_prefill");
   const size_t smem = static_cast<size_t>(n_keep) * sizeof(int32_t);
   cudaStream_t stream = current_stream();
-  dispatch_slots(k_slots.dtype(), "kv_scatter_prefill slots", [&](auto tag) {
+  dispatch_slots(k_slots, "kv_scatter_prefill slots", [&](auto tag, auto format) {
     using T = decltype(tag);
-    allow_dynamic_smem(scatter_prefill_kernel<T>, smem, "kv_scatter_prefill");
-    scatter_prefill_kernel<T><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
+    constexpr PackedFormat P = decltype(format)::value;
+    allow_dynamic_smem(scatter_prefill_kernel<T, P>, smem, "kv_scatter_prefill");
+    scatter_prefill_kernel<T, P><<<static_cast<unsigned>(blocks), kThreads, smem, stream>>>(
         k.data<const float>(), v.data<const float>(), keep.data<const int32_t>(),
         keep_score ? keep_score->data<const float>() : nullptr, compact, k.dim(1), k.dim(2),
         k.dim(3), n_keep, k_slots.dim(2), k_slots.data<T>(), v_slots.data<T>(),
@@ -197,9 +219,10 @@ void kv_insert(const Tensor& k_new, const Tensor& v_new, const Tensor* victim, i
   if (blocks == 0) return;
   check_blocks(blocks, "kv_insert");
   cudaStream_t stream = current_stream();
-  dispatch_slots(k_slots.dtype(), "kv_insert slots", [&](auto tag) {
+  dispatch_slots(k_slots, "kv_insert slots", [&](auto tag, auto format) {
     using T = decltype(tag);
-    insert_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+    constexpr PackedFormat P = decltype(format)::value;
+    insert_kernel<T, P><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
         k_new.data<const float>(), v_new.data<const float>(),
         victim ? victim->data<const int32_t>() : nullptr, position,
         new_score ? new_score->data<const float>() : nullptr, fixed_score, k_slots.dim(2),

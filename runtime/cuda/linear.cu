@@ -5,10 +5,13 @@
 // run the tensor-core path with fp32 accumulation and an fp32 result. A converted operand is
 // converted and multiplied in row pieces of bounded size (gpu_memory_reserve.h), so the bf16
 // copy of a prefill's [16384, 28672] input is not one 940 MB temporary.
+//
+// A packed weight (u8 rows of a packed format, runtime/core/storage_format.h) is unpacked piece
+// by piece to the operand type like the other weight conversions; a decode step's few rows on
+// GGUF blocks are multiplied from the blocks instead (runtime/cuda/linear_blocks.cu).
 #include <climits>
 
 #include "runtime/core/gpu_memory_reserve.h"
-#include "runtime/core/quant4.h"
 #include "runtime/cuda/cublas_handle.h"
 #include "runtime/cuda/cuda_ops.h"
 #include "runtime/cuda/kernel_utils.cuh"
@@ -55,13 +58,13 @@ namespace detail {
 
 void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& out,
                       ComputeType ct, bool relu, uint64_t piece_bytes) {
-  // A u8 weight holds compressed rows (quant4.h) of x's row length; its pieces are dequantized
-  // like the other weight conversions.
-  const bool packed = w.packed() == PackedFormat::Q4G64;
+  // A packed weight holds rows of x's row length in its format's bytes.
+  const PackedFormat format = w.packed();
+  const bool packed = format != PackedFormat::None;
   const int64_t n = w.dim(0);
   const int64_t k = packed ? x.dim(x.rank() - 1) : w.dim(1);
-  const int64_t w_row_bytes =
-      packed ? quant4::row_bytes(k) : k * static_cast<int64_t>(dtype_size(w.dtype()));
+  const int64_t w_row_bytes = packed ? static_cast<int64_t>(packed_format_row(format).row_bytes(k))
+                                     : k * static_cast<int64_t>(dtype_size(w.dtype()));
   const int64_t m = k == 0 ? out.numel() / std::max<int64_t>(n, 1) : x.numel() / k;
   if (m == 0 || n == 0) return;
   H2OFLEX_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "linear: [", m, ", ", k, "] x [", n,
@@ -70,6 +73,9 @@ void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tens
 
   if (k == 0) {  // empty reduction: the product is zero
     CUDA_CHECK(cudaMemsetAsync(out.raw(), 0, static_cast<size_t>(m * n) * sizeof(float), stream));
+  } else if (packed && format != PackedFormat::Q4G64 && m <= kBlockLinearMaxRows) {
+    launch_linear_blocks_few_rows(format, x.data<const float>(), m, k, w.data<const uint8_t>(), n,
+                                  out.data<float>(), stream);
   } else {
     const DType op_dtype = ops::operand_dtype(ct);
     const size_t op_size = dtype_size(op_dtype);
@@ -100,7 +106,7 @@ void linear_in_pieces(const Tensor& x, const Tensor& w, const Tensor* bias, Tens
         const int64_t nc = std::min(n_piece, n - n0);
         const void* w_op = w_base + n0 * w_row_bytes;
         if (packed) {
-          launch_dequantize4(w_op, nc, k, w_scratch.get(), op_dtype, stream);
+          launch_unpack_rows(format, w_op, nc, k, w_scratch.get(), op_dtype, stream);
           w_op = w_scratch.get();
         } else if (convert_w) {
           launch_convert(w_op, w.dtype(), w_scratch.get(), op_dtype, nc * k, stream);

@@ -57,11 +57,11 @@ bool is_float(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 
-// KV slots hold rows of head_dim values in a float type, or packed in a KV format.
+// KV slots hold rows of head_dim values in a float type, or packed in a KV format (both
+// backends store and attend over every row with kv_cache set).
 bool is_kv_storage(const Tensor& t) {
   if (t.packed() == PackedFormat::None) return is_float(t.dtype());
-  return packed_format_row(t.packed()).kv_cache &&
-         (t.device().is_cpu() || t.packed() == PackedFormat::Q4G64);  // the GPU has q4_g64's
+  return packed_format_row(t.packed()).kv_cache;
 }
 
 // The last dimension of KV slots holding rows of d values.
@@ -82,10 +82,6 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias, const Te
       packed ? static_cast<int64_t>(packed_format_row(w.packed()).row_bytes(x.dim(1))) : x.dim(1);
   H2OFLEX_CHECK(!packed || row_fits(w.packed(), x.dim(1)), "linear: rows of ", x.dim(1),
                 " values are not whole ", packed_format_row(w.packed()).name, " blocks");
-  // The GPU has the q4_g64 kernels only; the GGUF block formats run on the CPU.
-  H2OFLEX_CHECK(!packed || !on_cuda(w) || w.packed() == PackedFormat::Q4G64,
-                "linear: ", packed_format_row(w.packed()).name,
-                " weights are not computed on CUDA yet");
   H2OFLEX_CHECK(w.dim(1) == w_cols && out.dim(0) == x.dim(0) && out.dim(1) == w.dim(0),
                 "linear: x ", shape_str(x.shape()), " · w ", shape_str(w.shape()), "ᵀ -> out ",
                 shape_str(out.shape()));
@@ -265,7 +261,7 @@ namespace {
 void check_packed_pair(const Tensor& values, const Tensor& packed, const char* op) {
   expect(values, DType::F32, -1, op, "values");
   H2OFLEX_CHECK(packed.packed() != PackedFormat::None, op, ": the packed side has no format");
-  H2OFLEX_CHECK(values.device().is_cpu() && packed.device().is_cpu(), op, ": host tensors only");
+  same_device(values, packed, op);
   const int64_t n = values.dim(values.rank() - 1), rows = n == 0 ? 0 : values.numel() / n;
   H2OFLEX_CHECK(row_fits(packed.packed(), n), op, ": rows of ", n, " values are not whole ",
                 packed_format_row(packed.packed()).name, " blocks");
@@ -283,12 +279,12 @@ void pack(const Tensor& src, Tensor& dst) {
                       packed_format_row(dst.packed()).name,
                       " here (it is read from GGUF files only); packable formats: ",
                       packed_format_list([](const PackedFormatRow& r) { return r.packable; }));
-  cpu::pack(src, dst);
+  H2OFLEX_DISPATCH(src, pack, src, dst);
 }
 
 void unpack(const Tensor& src, Tensor& dst) {
   check_packed_pair(dst, src, "unpack");
-  cpu::unpack(src, dst);
+  H2OFLEX_DISPATCH(src, unpack, src, dst);
 }
 
 void add_positions(Tensor& x, const Tensor& positions, const Tensor& table, int offset) {

@@ -144,7 +144,7 @@ void quantize4(const Tensor& src, Tensor& dst);
 // of src (u8, rows x quant4::row_bytes(n) bytes).
 void dequantize4(const Tensor& src, Tensor& dst);
 
-// ---- Packed formats (runtime/core/storage_format.h), on the host ----
+// ---- Packed formats (runtime/core/storage_format.h), on the tensors' device ----
 
 // Packs each row (the last dimension, n values) of src (f32) into dst (u8 [rows, row bytes],
 // dst.packed() names the format; InputError when the format cannot be packed here).
