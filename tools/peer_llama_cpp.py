@@ -81,15 +81,15 @@ def build_bench(build_dir, version, source):
         return binary
     if os.path.exists(failed):
         with open(failed) as f:
-            raise PeerError(f"llama.cpp could not be built earlier: {f.read().strip()} (delete "
-                            f"{failed} to try again)")
+            raise PeerError(f"{f.read().strip()}; not retried: an earlier llama.cpp build failed "
+                            f"(delete {failed} to try again)")
     os.makedirs(build_dir, exist_ok=True)
     log_path = os.path.join(build_dir, "build.log")
 
     def fail(what):
         # Short enough for a table cell (the suite shows a failed peer's last 300 characters):
         # what failed, the log's last words, where the log is.
-        last = " ".join(log_tail(log_path, 3).split())[-120:]
+        last = " ".join(log_tail(log_path, 3).split())[-80:]
         reason = f"{what}: {last} (log {log_path})"
         with open(failed, "w") as f:
             f.write(reason + "\n")

@@ -111,7 +111,8 @@ TEST(LlamaCppPeer, ABuildThatFailsSkipsTheRowWithTheReasonAndIsNotRetried) {
       << first.skip_reason;
   EXPECT_TRUE(fs::exists(d.dir / "build" / "build-failed.txt"));
   const MeasuredRow second = run_peer(row);
-  EXPECT_NE(second.skip_reason.find("could not be built earlier"), std::string::npos)
+  EXPECT_NE(second.skip_reason.find("not retried: an earlier llama.cpp build failed"),
+            std::string::npos)
       << second.skip_reason;
 }
 
