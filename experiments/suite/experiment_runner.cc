@@ -97,6 +97,18 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     const std::string cpath = row.where + ".config";
     const policy::KvPolicy& kv = row.kv;
     const policy::HardwareLimits& limits = row.hardware;
+    // On a CPU both budgets are RAM inside the row's cgroup: a plan allowed more than the cap
+    // would be ended by the kernel instead of refused by the planner.
+    if (row.memory_cap && hw.compute_device == policy::ComputeDevice::Cpu) {
+      const uint64_t budgets = limits.device_mem + limits.host_mem;
+      H2OFLEX_INPUT_CHECK(budgets <= *row.memory_cap, row.where,
+                          ".memory_cap: ", describe_bytes(*row.memory_cap),
+                          " is less than the row's config.hardware device_mem + host_mem (",
+                          describe_bytes(budgets), "), which a CPU run holds in RAM");
+      H2OFLEX_INPUT_CHECK(limits.device_mem > 0 && limits.host_mem > 0, row.where,
+                          ".memory_cap: needs config.hardware.device_mem and host_mem (the plan's "
+                          "budgets inside the cap)");
+    }
     const double eb = element_bytes(config, hw);
     const double ab = hw.compute_device == policy::ComputeDevice::Cpu ? 4 : 2;
     std::optional<policy::ModelShape> shape;

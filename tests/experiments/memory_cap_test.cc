@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/suite/experiment_runner.h"
 #include "experiments/suite/experiment_suite.h"
 #include "experiments/suite/memory_cap.h"
 #include "runtime/core/error.h"
@@ -105,6 +106,34 @@ TEST(MemoryCapKey, BadValuesNameTheKey) {
           << e.what();
     }
   }
+}
+
+// An h2oflex row on a CPU holds its device arena and host memory in RAM: both budgets must be
+// given and fit in the cap, or the suite is refused before anything runs.
+TEST(MemoryCapKey, ACpuRowsBudgetsMustFitTheCap) {
+  SuiteFile f;
+  const std::string hw = std::string(H2OFLEX_SOURCE_DIR) + "/experiments/hardware/local_cpu.yaml";
+  auto refused = [&](const std::string& hardware, const std::string& expected) {
+    const Suite s = f.load("suite: s\ndefaults: {hardware_profile: " + hw +
+                           "}\nrows:\n  - {label: a, memory_cap: 1GiB, config: {model: opt-125m, "
+                           "prompt_len: 8, gen_len: 2, dummy: true, hardware: " +
+                           hardware + "}}\n");
+    try {
+      evaluate_suite(s, false, nullptr);
+      ADD_FAILURE() << "accepted hardware " << hardware;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("rows[0] (a).memory_cap"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused("{device_mem: 0.75GiB, host_mem: 0.5GiB}", "is less than the row's config.hardware");
+  refused("{host_mem: 0.5GiB}", "needs config.hardware.device_mem and host_mem");
+  const Suite ok = f.load("suite: s\ndefaults: {hardware_profile: " + hw +
+                          "}\nrows:\n  - {label: a, memory_cap: 1GiB, config: {model: opt-125m, "
+                          "prompt_len: 8, gen_len: 2, dummy: true, hardware: {device_mem: 0.5GiB, "
+                          "host_mem: 0.5GiB}}}\n");
+  EXPECT_NO_THROW(evaluate_suite(ok, false, nullptr));  // no engine: nothing runs
 }
 
 }  // namespace
