@@ -9,8 +9,10 @@
 #include "experiments/common/output_paths.h"
 #include "experiments/common/run_config.h"
 #include "experiments/plan/plan_command.h"
+#include "experiments/suite/capped_run.h"
 #include "experiments/suite/peer_run.h"
 #include "policy/kv_policy.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 #include "runtime/ops/compute_choice.h"
 
@@ -23,6 +25,11 @@ double element_bytes(const YAML::Node& config, const policy::HardwareProfile& hw
   const std::string dtype =
       config["compute_dtype"] ? config["compute_dtype"].as<std::string>() : "auto";
   return resolve_compute_type(dtype) == ops::ComputeType::F32 ? 4 : 2;
+}
+
+// The table's mention of a row's memory cap, e.g. "cap 2.00 GiB".
+std::string cap_text(uint64_t bytes) {
+  return "cap " + format_bytes(static_cast<double>(bytes));
 }
 
 }  // namespace
@@ -50,6 +57,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
         rr.policy += (rr.policy.empty() ? "" : " ") + key + " " + value;
       }
       if (!predict_only && row.measure) pending.push_back({out.size(), row.config, true});
+      if (row.memory_cap) rr.policy += " " + cap_text(*row.memory_cap);
       std::fprintf(stderr, "peer (%s)\n", row.system.c_str());
       out.push_back(std::move(rr));
       continue;
@@ -71,6 +79,18 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     const std::string cpath = row.where + ".config";
     const policy::KvPolicy& kv = row.kv;
     const policy::HardwareLimits& limits = row.hardware;
+    // On a CPU both budgets are RAM inside the row's cgroup: a plan allowed more than the cap
+    // would be ended by the kernel instead of refused by the planner.
+    if (row.memory_cap && hw.compute_device == policy::ComputeDevice::Cpu) {
+      const uint64_t budgets = limits.device_mem + limits.host_mem;
+      H2OFLEX_INPUT_CHECK(budgets <= *row.memory_cap, row.where,
+                          ".memory_cap: ", describe_bytes(*row.memory_cap),
+                          " is less than the row's config.hardware device_mem + host_mem (",
+                          describe_bytes(budgets), "), which a CPU run holds in RAM");
+      H2OFLEX_INPUT_CHECK(limits.device_mem > 0 && limits.host_mem > 0, row.where,
+                          ".memory_cap: needs config.hardware.device_mem and host_mem (the plan's "
+                          "budgets inside the cap)");
+    }
     const double eb = element_bytes(config, hw);
     const double ab = hw.compute_device == policy::ComputeDevice::Cpu ? 4 : 2;
     std::optional<policy::ModelShape> shape;
@@ -100,7 +120,8 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
     }
     rr.policy = pol.percent_string() + (pol.cpu_cache_compute ? " ccc" : "") +
                 (pol.compress_weight ? " cw" : "") + (pol.compress_cache ? " cc" : "") +
-                (pol.overlap ? "" : " no-overlap") + (kv.bounded() ? " " + kv.summary() : "");
+                (pol.overlap ? "" : " no-overlap") + (kv.bounded() ? " " + kv.summary() : "") +
+                (row.memory_cap ? " " + cap_text(*row.memory_cap) : "");
     if (shape) {
       const policy::Workload w{row.prompt_len, row.gen_len, kv};
       rr.estimate = policy::estimate_cost(*shape, hw, pol, w, row.published_context);
@@ -142,7 +163,9 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
       std::fprintf(stderr, "[run %d/%d] %s: ", round + 1, suite.repeats,
                    rr.row->label.empty() ? rr.row->model.c_str() : rr.row->label.c_str());
       try {
-        MeasuredRow m = pr.peer ? run_peer(*rr.row) : measure(pr.config);
+        MeasuredRow m = rr.row->memory_cap ? run_capped_row(*rr.row, pr.config)
+                        : pr.peer          ? run_peer(*rr.row)
+                                           : measure(pr.config);
         if (!m.skip_reason.empty()) {
           rr.note = "not run: " + m.skip_reason;
           std::fprintf(stderr, "%s\n", rr.note.c_str());
@@ -150,6 +173,7 @@ std::vector<ResultRow> evaluate_suite(const Suite& suite, bool predict_only,
         }
         std::fprintf(stderr, "%s tok/s (predicted %s)\n", short_number(m.total_tok_s).c_str(),
                      rr.predicted ? short_number(*rr.predicted).c_str() : "-");
+        if (!m.note.empty() && rr.note.empty()) rr.note = m.note;
         runs[pr.index].push_back(std::move(m));
       } catch (const std::exception& e) {
         rr.note = std::string("run failed: ") + e.what();

@@ -7,6 +7,7 @@
 #include "policy/kv_policy.h"
 #include "policy/run_policy.h"
 #include "policy/yaml_fields.h"
+#include "runtime/core/byte_size.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
@@ -43,10 +44,10 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
   SuiteRow r;
   r.index = index;
   std::string where = path + ": rows[" + std::to_string(index) + "]";
-  require_mapping(
-      node, where,
-      {"label", "system", "hardware_profile", "published_tok_s", "published_batch",
-       "published_projection", "predict", "measure", "band", "config", "peer", "versus"});
+  require_mapping(node, where,
+                  {"label", "system", "hardware_profile", "published_tok_s", "published_batch",
+                   "published_projection", "predict", "measure", "band", "config", "peer", "versus",
+                   "memory_cap"});
   if (node["label"]) r.label = read_string(node["label"], key_path(where, "label"));
   if (!r.label.empty()) where += " (" + r.label + ")";
   r.where = where;
@@ -83,6 +84,13 @@ SuiteRow parse_row(const YAML::Node& node, int index, const YAML::Node& defaults
     const double v = read_double(*n, key_path(where, "band"));
     H2OFLEX_INPUT_CHECK(v > 0 && v < 1, key_path(where, "band"), ": ", v, " is not in (0, 1)");
     r.band = v;
+  }
+  if (const auto n = get("memory_cap")) {
+    const std::string key = key_path(where, "memory_cap");
+    const uint64_t bytes = parse_byte_size(read_string(*n, key), key);
+    H2OFLEX_INPUT_CHECK(bytes >= (64ull << 20), key, ": ", describe_bytes(bytes),
+                        " is below 64 MiB (no run fits in it)");
+    r.memory_cap = bytes;
   }
   if (node["peer"]) {
     const std::string ppath = key_path(where, "peer");
@@ -173,7 +181,7 @@ Suite parse_suite(const YAML::Node& root, const std::string& path) {
     defaults = root["defaults"];
     require_mapping(defaults, path + ": defaults",
                     {"system", "hardware_profile", "published_projection", "predict", "measure",
-                     "band", "config"});
+                     "band", "config", "memory_cap"});
   }
   H2OFLEX_INPUT_CHECK(root["rows"] && root["rows"].IsSequence() && root["rows"].size() > 0, path,
                       ": rows: expected a non-empty list of rows");

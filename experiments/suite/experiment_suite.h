@@ -38,6 +38,11 @@ struct SuiteRow {
     std::vector<std::pair<std::string, std::string>> args;  // e.g. {dtype, f32}
   };
   std::optional<Peer> peer;
+  // `memory_cap: 2GiB`: the row runs as a child process in a memory cgroup of this limit, after
+  // the page cache is dropped (experiments/suite/memory_cap.h); give it to both rows of a
+  // comparison (or in `defaults:`) so that both get the same memory. Skipped where no cgroup can
+  // be made.
+  std::optional<uint64_t> memory_cap;
   // Labels of other rows: this row's measured throughput is divided by the fastest of theirs
   // (`versus: label` or `versus: [label, ...]`: a peer's best dtype differs from CPU to CPU).
   std::vector<std::string> versus;

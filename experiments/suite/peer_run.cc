@@ -7,15 +7,20 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "experiments/common/child_process.h"
 #include "runtime/core/error.h"
 
 namespace h2oflex {
 
 namespace {
 
+// The end of a child's output, on one line (it goes into a table cell).
 std::string tail(const std::string& s, size_t n) {
-  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+  std::string t = s.size() <= n ? s : "..." + s.substr(s.size() - n);
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  for (char& c : t) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return t;
 }
 
 double throughput(const nlohmann::json& doc, const char* phase) {
@@ -29,7 +34,31 @@ std::string peer_python() {
   return env != nullptr && *env != '\0' ? env : "python3";
 }
 
-MeasuredRow run_peer(const SuiteRow& row) {
+MeasuredRow measured_from_child(const ChildResult& r, const std::string& json_path,
+                                const std::string& who, const std::string& program) {
+  MeasuredRow m;
+  if (r.exit_code != 0) {
+    m.skip_reason = who + " failed (" + program + ", status " + std::to_string(r.exit_code) +
+                    "): " + tail(r.output, 300);
+    return m;
+  }
+  std::ifstream in(json_path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+    m.total_tok_s = throughput(doc, "total");
+    m.prefill_tok_s = throughput(doc, "prefill");
+    m.decode_tok_s = throughput(doc, "decode");
+    if (doc.contains("projected")) m.projected = doc["projected"].get<bool>();
+  } catch (const nlohmann::json::exception& e) {
+    m.skip_reason = who + " wrote no result (" + json_path + "): " + e.what();
+    return m;
+  }
+  m.details = std::move(doc);
+  return m;
+}
+
+MeasuredRow run_peer(const SuiteRow& row, MemoryCap* cap) {
   H2OFLEX_CHECK(row.peer.has_value(), row.where, " is not a peer row");
   const int batch = row.config["batch_size"] ? row.config["batch_size"].as<int>() : 1;
   const std::filesystem::path out =
@@ -45,7 +74,7 @@ MeasuredRow run_peer(const SuiteRow& row) {
   }
   argv.push_back("--json");
   argv.push_back(out.string());
-  const ChildResult r = run_child(argv);
+  const ChildResult r = cap != nullptr ? cap->run(argv) : run_child(argv);
   struct Remove {
     std::filesystem::path p;
     ~Remove() {
@@ -53,25 +82,7 @@ MeasuredRow run_peer(const SuiteRow& row) {
       std::filesystem::remove(p, ec);
     }
   } remove{out};
-  MeasuredRow m;
-  if (r.exit_code != 0) {
-    m.skip_reason = "peer failed (" + peer_python() + " " + row.peer->script + ", status " +
-                    std::to_string(r.exit_code) + "): " + tail(r.output, 300);
-    return m;
-  }
-  std::ifstream in(out);
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-    m.total_tok_s = throughput(doc, "total");
-    m.prefill_tok_s = throughput(doc, "prefill");
-    m.decode_tok_s = throughput(doc, "decode");
-  } catch (const nlohmann::json::exception& e) {
-    m.skip_reason = "peer wrote no result (" + out.string() + "): " + e.what();
-    return m;
-  }
-  m.details = std::move(doc);
-  return m;
+  return measured_from_child(r, out.string(), "peer", peer_python() + " " + row.peer->script);
 }
 
 }  // namespace h2oflex

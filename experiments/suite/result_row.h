@@ -18,6 +18,7 @@ struct MeasuredRow {
   double total_tok_s = 0, decode_tok_s = 0, prefill_tok_s = 0;
   bool projected = false;   // timed a few decode steps and extrapolated
   std::string skip_reason;  // non-empty: the row was not run, and why
+  std::string note;         // a remark for the table (e.g. the page cache could not be dropped)
   nlohmann::json details;   // optional: the run's own result document
 };
 
