@@ -122,16 +122,7 @@ LlamaConfig llama_config(const GgufFile& f, const Architecture& arch, const std:
   }
   c.qkv_bias = arch.qkv_bias;
   c.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  // The vocabulary is the embedding's row count (the token list may be shorter or absent).
-  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (embd == nullptr) {
-    throw InputError(f.where("tensor 'token_embd.weight' (the token embedding) is missing"));
-  }
-  if (embd->dims.size() != 2) {
-    throw InputError(f.where(
-        detail::concat("tensor 'token_embd.weight' has ", embd->dims.size(), " dims; 2 expected")));
-  }
-  c.vocab = static_cast<int64_t>(embd->dims[1]);
+  c.vocab = gguf_vocab(f);
   c.bos_id = gguf_token_id(f, "bos", c.vocab, 1);
   c.eos_id = gguf_token_id(f, "eos", c.vocab, 2);
   c.pad_id = gguf_token_id(f, "padding", c.vocab, c.eos_id);

@@ -5,6 +5,18 @@
 
 namespace h2oflex {
 
+int64_t gguf_vocab(const GgufFile& f) {
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (embd == nullptr) {
+    throw InputError(f.where("tensor 'token_embd.weight' (the token embedding) is missing"));
+  }
+  if (embd->dims.size() != 2) {
+    throw InputError(f.where(
+        detail::concat("tensor 'token_embd.weight' has ", embd->dims.size(), " dims; 2 expected")));
+  }
+  return static_cast<int64_t>(embd->dims[1]);
+}
+
 int64_t gguf_positive(const GgufFile& f, const std::string& key) {
   const uint64_t v = f.uint(key);
   if (v == 0 || v > (uint64_t{1} << 40))

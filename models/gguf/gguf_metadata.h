@@ -12,6 +12,10 @@ namespace h2oflex {
 // An integer key that must be in 1 .. 2^40; InputError naming the key otherwise.
 int64_t gguf_positive(const GgufFile& file, const std::string& key);
 
+// The vocabulary size: `token_embd.weight`'s row count (the token list may be shorter or
+// absent); InputError when that tensor is missing or not 2-D.
+int64_t gguf_vocab(const GgufFile& file);
+
 // `tokenizer.ggml.<name>_token_id` (e.g. "bos") or `fallback` when absent; InputError naming the
 // key when it is past the vocabulary of `vocab` tokens.
 int32_t gguf_token_id(const GgufFile& file, const std::string& name, int64_t vocab,

@@ -83,15 +83,7 @@ NeoxConfig gguf_neox_config(const GgufFile& f, const std::string& name) {
         "tensor 'output.weight' (the LM head) is missing: a GPT-NeoX model with its head tied to "
         "the token embedding is not supported"));
   }
-  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (embd == nullptr) {
-    throw InputError(f.where("tensor 'token_embd.weight' (the token embedding) is missing"));
-  }
-  if (embd->dims.size() != 2) {
-    throw InputError(f.where(
-        detail::concat("tensor 'token_embd.weight' has ", embd->dims.size(), " dims; 2 expected")));
-  }
-  c.vocab = static_cast<int64_t>(embd->dims[1]);
+  c.vocab = gguf_vocab(f);
   c.bos_id = gguf_token_id(f, "bos", c.vocab, 0);
   c.eos_id = gguf_token_id(f, "eos", c.vocab, 0);
   c.pad_id = gguf_token_id(f, "padding", c.vocab, c.eos_id);
