@@ -7,8 +7,9 @@
 # bf16 (the 16-bit type with native kernels on most CPUs; an f16 decode GEMM without one is
 # CPU-bound, not disk-bound); the GGUF blocks' few-row kernels run in f32 whatever the type.
 #
-#   tools/bench_weight_formats.sh OUT_DIR [ROUNDS]
+#   tools/bench_weight_formats.sh OUT_DIR [ROUNDS] [ROW_PATTERN]
 #
+# ROW_PATTERN (a grep -E pattern, default all) picks rows by name, e.g. 'llama'.
 # Needs build/h2oflex, ~45 GB free in OUT_DIR, and $PY: a Python with `gguf` and `numpy` (to
 # write the GGUF files once). Writes OUT_DIR/<round>-<row>.json (run --json) and OUT_DIR/table.md.
 set -euo pipefail
@@ -25,22 +26,25 @@ for t in f16 q8_0 q4_1 q4_k_m; do
     --shape llama-7b --type "$t" --out "$f" --tokenizer-from "$tokenizer"
 done
 
-# row name, model, weight_format
-rows=(
-  "opt-6.7b-f16 opt-6.7b plain"
-  "opt-6.7b-q8_0 opt-6.7b q8_0"
-  "opt-6.7b-q4_1 opt-6.7b q4_1"
-  "opt-6.7b-q4_g64 opt-6.7b q4_g64"
-  "llama-7b-f16 $out/llama7b-f16.gguf stored"
-  "llama-7b-q8_0 $out/llama7b-q8_0.gguf stored"
-  "llama-7b-q4_1 $out/llama7b-q4_1.gguf stored"
-  "llama-7b-q4_k_m $out/llama7b-q4_k_m.gguf stored"
-  "llama-7b-q4_g64 $out/llama7b-f16.gguf q4_g64"
+# row name, model, weight_format, dummy (OPT: random weights of its shapes; a GGUF: its blocks)
+all_rows=(
+  "opt-6.7b-bf16 opt-6.7b plain true"
+  "opt-6.7b-q8_0 opt-6.7b q8_0 true"
+  "opt-6.7b-q4_1 opt-6.7b q4_1 true"
+  "opt-6.7b-q4_g64 opt-6.7b q4_g64 true"
+  "llama-7b-f16 $out/llama7b-f16.gguf stored false"
+  "llama-7b-q8_0 $out/llama7b-q8_0.gguf stored false"
+  "llama-7b-q4_1 $out/llama7b-q4_1.gguf stored false"
+  "llama-7b-q4_k_m $out/llama7b-q4_k_m.gguf stored false"
+  "llama-7b-q4_g64 $out/llama7b-f16.gguf q4_g64 false"
 )
+rows=()
+for row in "${all_rows[@]}"; do
+  if grep -Eq -- "${3:-.}" <<<"${row%% *}"; then rows+=("$row"); fi
+done
 
 config="$out/config.yaml"
 cat >"$config" <<EOF
-dummy: true
 prompt_len: 32
 gen_len: 4
 batch_size: 1
@@ -56,9 +60,10 @@ EOF
 
 for r in $(seq 1 "$rounds"); do
   for row in "${rows[@]}"; do
-    read -r name model format <<<"$row"
+    read -r name model format dummy <<<"$row"
     echo "round $r: $name"
-    build/h2oflex run "$config" --set "model=$model" --set "policy.weight_format=$format" \
+    build/h2oflex run "$config" --set "model=$model" --set "dummy=$dummy" \
+      --set "policy.weight_format=$format" \
       --json "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 || { tail -5 "$out/$r-$name.log"; exit 1; }
     rm -rf "$out/disk/h2oflex-weights"
   done
@@ -67,7 +72,7 @@ done
 python3 - "$out" "$rounds" "${rows[@]}" <<'EOF'
 import json, statistics, sys
 out, rounds, rows = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-lines = ["| row | decode step s (min / median / max) | bytes read per decode step | x f16's bytes |",
+lines = ["| row | decode step s (min / median / max) | bytes read per decode step | x the 16-bit row's |",
          "|---|---|---|---|"]
 base = {}
 for row in rows:

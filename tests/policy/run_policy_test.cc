@@ -222,6 +222,7 @@ TEST(PolicyYaml, ReadsBackAsTheSamePolicyFormatsIncluded) {
   q8.num_gpu_batches = 3;
   q8.w_gpu = 0;
   q8.w_cpu = 40;
+  q8.cache_gpu = 0;
   q8.cache_cpu = 100;
   q8.weight_format = WeightFormat::packed_as(PackedFormat::Q8_0);
   q8.cache_format = PackedFormat::Q8_0;
