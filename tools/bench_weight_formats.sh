@@ -10,8 +10,8 @@
 #   tools/bench_weight_formats.sh OUT_DIR [ROUNDS] [ROW_PATTERN]
 #
 # ROW_PATTERN (a grep -E pattern, default all) picks rows by name, e.g. 'llama'.
-# Needs build/h2oflex, ~45 GB free in OUT_DIR, and $PY: a Python with `gguf` and `numpy` (to
-# write the GGUF files once). Writes OUT_DIR/<round>-<row>.json (run --json) and OUT_DIR/table.md.
+# Needs build/h2oflex (or $H2OFLEX), ~45 GB free in OUT_DIR, and $PY: a Python with `gguf` and
+# `numpy` (to write the GGUF files once). Writes OUT_DIR/<round>-<row>.json (run --json) and OUT_DIR/table.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: tools/bench_weight_formats.sh OUT_DIR [ROUNDS]}"
@@ -62,7 +62,7 @@ for r in $(seq 1 "$rounds"); do
   for row in "${rows[@]}"; do
     read -r name model format dummy <<<"$row"
     echo "round $r: $name"
-    build/h2oflex run "$config" --set "model=$model" --set "dummy=$dummy" \
+    "${H2OFLEX:-build/h2oflex}" run "$config" --set "model=$model" --set "dummy=$dummy" \
       --set "policy.weight_format=$format" \
       --json "$out/$r-$name.json" >"$out/$r-$name.log" 2>&1 || { tail -5 "$out/$r-$name.log"; exit 1; }
     rm -rf "$out/disk/h2oflex-weights"
