@@ -13,30 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/block_format.h"
+#include "tests/support/gguf_block_fixture.h"
 
 namespace h2oflex {
 namespace {
 
-std::vector<uint8_t> from_hex(const std::string& hex) {
-  std::vector<uint8_t> out(hex.size() / 2);
-  for (size_t i = 0; i < out.size(); ++i)
-    out[i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  return out;
-}
-
-std::vector<float> floats_from_hex(const std::string& hex) {
-  const std::vector<uint8_t> bytes = from_hex(hex);
-  std::vector<float> out(bytes.size() / 4);
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
-
+using testing_support::floats_from_hex;
+using testing_support::from_hex;
 const nlohmann::json& fixture() {
-  static const nlohmann::json j = [] {
-    std::ifstream in(std::string(H2OFLEX_SOURCE_DIR) + "/tests/fixtures/gguf/blocks.json");
-    return nlohmann::json::parse(in);
-  }();
-  return j;
+  return testing_support::gguf_block_fixture();
 }
 
 std::vector<uint32_t> bits(const std::vector<float>& v) {

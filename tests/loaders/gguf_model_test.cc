@@ -41,6 +41,35 @@ const nlohmann::json& expected() {
   return j;
 }
 
+// Greedy generation of `steps` tokens after `prompt` in f32: the tokens equal the reference's
+// and the logits after the prompt and after each token are within 1e-4 of its largest.
+void expect_generation_matches(const DecoderModel& model, const ModelWeights& w,
+                               const std::vector<int32_t>& prompt, int steps,
+                               const nlohmann::json& ref, const std::string& what) {
+  GenerationSettings g;
+  g.gen_len = steps;
+  g.stop_at_eos = false;
+  g.compute = ops::ComputeType::F32;
+  g.kv_dtype = DType::F32;
+  std::vector<std::vector<float>> logits;
+  g.on_logits = [&](int, const Tensor& t) {
+    logits.emplace_back(t.data<float>(), t.data<float>() + t.numel());
+  };
+  const auto tokens = generate_in_ram(model, w, {prompt}, g).tokens.at(0);
+  EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int32_t>>()) << what;
+  ASSERT_EQ(logits.size(), size_t(steps)) << what;
+  for (int s = 0; s < steps; ++s) {
+    const auto want = ref["logits"][s].get<std::vector<double>>();
+    ASSERT_EQ(logits[s].size(), want.size()) << what;
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      worst = std::max(worst, std::abs(double(logits[s][i]) - want[i]));
+      largest = std::max(largest, std::abs(want[i]));
+    }
+    EXPECT_LE(worst / largest, 1e-4) << what << " step " << s;
+  }
+}
+
 TEST(GgufModel, LogitsAndGreedyTokensMatchTransformersOnTheSameFile) {
   const auto prompt = expected()["prompt"].get<std::vector<int32_t>>();
   const int steps = expected()["steps"].get<int>();
@@ -51,28 +80,7 @@ TEST(GgufModel, LogitsAndGreedyTokensMatchTransformersOnTheSameFile) {
     ASSERT_NE(llama, nullptr) << name;
     EXPECT_EQ(llama->config().tied_embeddings, ref["tied"].get<bool>()) << name;
     const ModelWeights w = load_model_weights(*src.model, DType::F32, src.producer);
-    GenerationSettings g;
-    g.gen_len = steps;
-    g.stop_at_eos = false;
-    g.compute = ops::ComputeType::F32;
-    g.kv_dtype = DType::F32;
-    std::vector<std::vector<float>> logits;
-    g.on_logits = [&](int, const Tensor& t) {
-      logits.emplace_back(t.data<float>(), t.data<float>() + t.numel());
-    };
-    const auto tokens = generate_in_ram(*src.model, w, {prompt}, g).tokens.at(0);
-    EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int32_t>>()) << name;
-    ASSERT_EQ(logits.size(), size_t(steps)) << name;
-    for (int s = 0; s < steps; ++s) {
-      const auto want = ref["logits"][s].get<std::vector<double>>();
-      ASSERT_EQ(logits[s].size(), want.size()) << name;
-      double worst = 0, largest = 0;
-      for (size_t i = 0; i < want.size(); ++i) {
-        worst = std::max(worst, std::abs(double(logits[s][i]) - want[i]));
-        largest = std::max(largest, std::abs(want[i]));
-      }
-      EXPECT_LE(worst / largest, 1e-4) << name << " step " << s;
-    }
+    expect_generation_matches(*src.model, w, prompt, steps, ref, name);
   }
 }
 
@@ -101,28 +109,7 @@ TEST(GgufModel, GptNeoxLogitsAndGreedyTokensMatchTransformersWithTheStoredValues
       size_t packed = 0;
       for (const Tensor& t : w.tensors) packed += t.packed() != PackedFormat::None;
       EXPECT_EQ(packed > 0, stored && name.find("q8_0") != std::string::npos) << what;
-      GenerationSettings g;
-      g.gen_len = steps;
-      g.stop_at_eos = false;
-      g.compute = ops::ComputeType::F32;
-      g.kv_dtype = DType::F32;
-      std::vector<std::vector<float>> logits;
-      g.on_logits = [&](int, const Tensor& t) {
-        logits.emplace_back(t.data<float>(), t.data<float>() + t.numel());
-      };
-      const auto tokens = generate_in_ram(*src.model, w, {prompt}, g).tokens.at(0);
-      EXPECT_EQ(tokens, ref["greedy_tokens"].get<std::vector<int32_t>>()) << what;
-      ASSERT_EQ(logits.size(), size_t(steps)) << what;
-      for (int s = 0; s < steps; ++s) {
-        const auto want = ref["logits"][s].get<std::vector<double>>();
-        ASSERT_EQ(logits[s].size(), want.size()) << what;
-        double worst = 0, largest = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-          worst = std::max(worst, std::abs(double(logits[s][i]) - want[i]));
-          largest = std::max(largest, std::abs(want[i]));
-        }
-        EXPECT_LE(worst / largest, 1e-4) << what << " step " << s;
-      }
+      expect_generation_matches(*src.model, w, prompt, steps, ref, what);
     }
   }
 }
